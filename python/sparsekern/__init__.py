@@ -1,0 +1,37 @@
+"""sparsekern: structured and sparse matrix products for deep learning, on CPU and CUDA.
+
+The native library (libsparsekern) is reached through the private ``sparsekern._C`` module; this
+package adds autograd, ``torch.library`` custom ops, modules and the ``sparsekern`` CLI.
+"""
+from __future__ import annotations
+
+import atexit as _atexit
+
+import torch as _torch  # noqa: F401  (loads the CUDA libraries torch ships before ours)
+
+from . import _C
+from .dense import matmul, matmul_transb
+
+__version__ = _C.version()
+
+__all__ = ["matmul", "matmul_transb", "built_with_cuda", "cuda_available", "__version__"]
+
+
+def built_with_cuda() -> bool:
+    """Whether this build has the CUDA backend."""
+    return bool(_C.built_with_cuda())
+
+
+def cuda_available() -> bool:
+    """Whether CUDA ops can run here: a CUDA build and at least one visible device."""
+    return built_with_cuda() and _C.cuda_device_count() > 0
+
+
+def _release_at_exit() -> None:
+    from . import _core
+
+    _core.release_workspaces()
+    _C.destroy_handles()
+
+
+_atexit.register(_release_at_exit)

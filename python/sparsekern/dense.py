@@ -1,0 +1,185 @@
+"""Dense products through cuBLAS (CUDA) or libsparsekern's CPU kernel: matmul and a·bᵀ.
+
+`matmul(a, b)` follows `torch.matmul` for inputs with at least two dims (batch dims broadcast);
+`matmul_transb(a, b)` is `a @ b.transpose(-1, -2)`, the attention-score product Q·Kᵀ, computed
+without copying the transposed operand. Both are `torch.library` custom ops
+(`torch.ops.sparsekern.matmul`), so they trace under `torch.compile(fullgraph=True)`, and both are
+differentiable (backward runs the same kernels on transposed views).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _C
+from ._core import as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
+
+__all__ = ["matmul", "matmul_transb"]
+
+_get_tf32 = torch._C._get_cublas_allow_tf32
+_get_fp16_rr = torch._C._get_cublas_allow_fp16_reduced_precision_reduction
+_get_bf16_rr = torch._C._get_cublas_allow_bf16_reduced_precision_reduction
+
+
+def _allow_reduced_precision(dtype: torch.dtype) -> bool:
+    v = _get_fp16_rr() if dtype == torch.float16 else _get_bf16_rr()
+    return bool(v[0] if isinstance(v, tuple) else v)  # (allow, allow_splitk) in newer torch
+
+
+def _check_args(a, b, transb: bool):
+    """Validate and return (m, k, n, batch_shape) of a · op(b)."""
+    check_tensor("a", a, min_dim=2)
+    check_tensor("b", b, min_dim=2)
+    check_same("b", b, "a", a)
+    check_backend("a", a)
+    m, k = a.shape[-2], a.shape[-1]
+    if transb:
+        n, kb = b.shape[-2], b.shape[-1]
+        if kb != k:
+            raise ValueError(
+                f"`b` must have {k} columns (the last dim of `a`) for a·bᵀ; got shape {tuple(b.shape)}")
+    else:
+        kb, n = b.shape[-2], b.shape[-1]
+        if kb != k:
+            raise ValueError(
+                f"`b` must have {k} rows (the last dim of `a`) for a·b; got shape {tuple(b.shape)}")
+    batch_a, batch_b = a.shape[:-2], b.shape[:-2]
+    if batch_a == batch_b or not batch_b:  # the common cases, without broadcast_shapes' cost
+        return m, k, n, batch_a
+    if not batch_a:
+        return m, k, n, batch_b
+    try:
+        batch = torch.broadcast_shapes(batch_a, batch_b)
+    except RuntimeError:
+        raise ValueError(
+            f"batch dims of `a` {tuple(a.shape[:-2])} and `b` {tuple(b.shape[:-2])} do not broadcast") from None
+    return m, k, n, batch
+
+
+def _blas_ready(t: torch.Tensor) -> torch.Tensor:
+    """cuBLAS needs a unit stride along one of the two matrix dims; copy only when there is none."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    rs, cs = t.stride(-2), t.stride(-1)
+    if (cs == 1 or cols <= 1) and (rs >= max(cols, 1) or rows <= 1):
+        return t
+    if (rs == 1 or rows <= 1) and (cs >= max(rows, 1) or cols <= 1):
+        return t
+    return t.contiguous()
+
+
+def _as_batch(t: torch.Tensor, batch: torch.Size, rows: int, cols: int) -> torch.Tensor:
+    """2-D stays 2-D (broadcast by a zero batch stride in the kernel); else (B, rows, cols) view."""
+    if t.dim() == 2:
+        return t
+    if t.shape[:-2] != batch:
+        t = t.expand(*batch, rows, cols)
+    return t.reshape(-1, rows, cols)  # a view whenever the batch dims merge, a copy otherwise
+
+
+def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    stream = stream_of(a)
+    dtype = a.dtype
+    _C.gemm(as_dlpack(a), as_dlpack(b), as_dlpack(out), 1.0, 0.0,
+            dtype == torch.float32 and _get_tf32(),
+            dtype in (torch.float16, torch.bfloat16) and _allow_reduced_precision(dtype),
+            as_dlpack(cublas_workspace(a, stream)), stream)
+
+
+def _forward(a: torch.Tensor, b: torch.Tensor, transb: bool) -> torch.Tensor:
+    m, k, n, batch = _check_args(a, b, transb)
+    bv = b.transpose(-1, -2) if transb else b
+    out = torch.empty((*batch, m, n), dtype=a.dtype, device=a.device)
+    if out.numel() == 0:
+        return out
+    if k == 0:
+        return out.zero_()
+    a = _blas_ready(a)
+    bv = _blas_ready(bv)
+    if bv.dim() == 2 and a.dim() > 2:
+        # (..., m, k) · (k, n): fold the batch into the rows, one large GEMM (what torch does).
+        try:
+            a2 = a.view(-1, k)
+        except RuntimeError:
+            a2 = None
+        if a2 is not None:
+            _gemm(a2, bv, out.view(-1, n))
+            return out
+    out3 = out if out.dim() == 2 else out.view(-1, m, n)
+    _gemm(_as_batch(a, batch, m, k), _as_batch(bv, batch, k, n), out3)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Custom op + autograd
+# --------------------------------------------------------------------------------------------
+@torch.library.custom_op("sparsekern::matmul", mutates_args=())
+def _matmul_op(a: torch.Tensor, b: torch.Tensor, transb: bool) -> torch.Tensor:
+    return _forward(a, b, transb)
+
+
+@_matmul_op.register_fake
+def _(a, b, transb):
+    m, _, n, batch = _check_args(a, b, transb)
+    return a.new_empty((*batch, m, n))
+
+
+def _sum_to(g: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    return g if g.shape == shape else g.sum_to_size(shape)
+
+
+def _setup_context(ctx, inputs, output):
+    a, b, transb = inputs
+    ctx.save_for_backward(a, b)
+    ctx.transb = transb
+
+
+def _backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    transb = ctx.transb
+    ga = gb = None
+    # out = a · B with B = bᵀ (transb) or b.
+    if ctx.needs_input_grad[0]:
+        # dA = grad · Bᵀ: Bᵀ is b itself when transb, else a transposed view (no copy).
+        ga = _sum_to(_matmul_op(grad, b, not transb), a.shape)
+    if ctx.needs_input_grad[1]:
+        k = a.shape[-1]
+        n = grad.shape[-1]
+        if b.dim() == 2 and a.dim() > 2:
+            # b was shared by every batch entry: one GEMM over the folded rows, not a batched sum.
+            a2, g2 = a.reshape(-1, k), grad.reshape(-1, n)
+        else:
+            a2, g2 = a, grad
+        if transb:
+            gb = _matmul_op(g2.transpose(-1, -2), a2, False)  # dB = gradᵀ · a   (n × k)
+        else:
+            gb = _matmul_op(a2.transpose(-1, -2), g2, False)  # dB = aᵀ · grad   (k × n)
+        gb = _sum_to(gb, b.shape)
+    return ga, gb, None
+
+
+_matmul_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _needs_graph(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.compiler.is_compiling() or (
+        torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for tensors with ≥ 2 dims (batch dims broadcast like ``torch.matmul``).
+
+    fp64, fp32 (TF32 tensor cores exactly when ``torch.backends.cuda.matmul.allow_tf32``), fp16 and
+    bf16; CPU or CUDA (on torch's current stream). Differentiable in both operands.
+    """
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and _needs_graph(a, b):
+        return _matmul_op(a, b, False)
+    return _forward(a, b, False)
+
+
+def matmul_transb(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b.transpose(-1, -2)``: the attention-score product Q·Kᵀ, with no copy of ``b``.
+
+    Same dtypes, devices, broadcasting and autograd as :func:`matmul`.
+    """
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and _needs_graph(a, b):
+        return _matmul_op(a, b, True)
+    return _forward(a, b, True)

@@ -1,0 +1,46 @@
+#include "cuda_check.h"
+
+namespace sparsekern::detail {
+
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  // Clear the (non-sticky) error so that later calls in this process do not see it again.
+  (void)cudaGetLastError();
+  throw CudaError(concat("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err),
+                         ") in ", call, " at ", file, ":", line));
+}
+
+void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {
+  throw CudaError(concat("cuBLAS error ", cublasGetStatusName(st), " (", cublasGetStatusString(st),
+                         ") in ", call, " at ", file, ":", line));
+}
+
+void throw_cusparse_error(cusparseStatus_t st, const char* call, const char* file, int line) {
+  throw CudaError(concat("cuSPARSE error ", cusparseGetErrorName(st), " (",
+                         cusparseGetErrorString(st), ") in ", call, " at ", file, ":", line));
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  SK_CUDA_TRY(cudaGetDevice(&previous_));
+  if (previous_ != device) SK_CUDA_TRY(cudaSetDevice(device));
+}
+
+DeviceGuard::~DeviceGuard() {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current != previous_ && previous_ >= 0)
+    (void)cudaSetDevice(previous_);
+}
+
+void require_cuda_device(int device) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw BackendUnavailable(concat("CUDA operand given but no usable CUDA driver/device: ",
+                                    cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
+  }
+  if (device < 0 || device >= count)
+    throw InvalidArgument(concat("CUDA device index ", device, " out of range: ", count,
+                                 " device(s) visible"));
+}
+
+}  // namespace sparsekern::detail

@@ -1,0 +1,153 @@
+// CUDA backend of the dense product: one cublasGemmStridedBatchedEx call, with the same compute
+// types and math-mode flags PyTorch uses, so our results and speed match torch.matmul's.
+//
+// cuBLAS is column-major and C is row-major, so we compute the transposed problem
+//   Cᵀ (n×m) = Bᵀ (n×k) · Aᵀ (k×m)
+// where a row-major matrix is the column-major view of its transpose. An operand whose columns are
+// unit-stride is passed as-is (op N); one whose rows are unit-stride is passed as the column-major
+// matrix it already is, with op T. Transposed or sliced views therefore cost no copy.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "../common/cuda_check.h"
+#include "../common/handles_internal.h"
+#include "gemm_internal.h"
+
+namespace sparsekern::dense::detail {
+namespace {
+
+using sparsekern::detail::concat;
+
+/// A cuBLAS operand: `op` applied to the column-major matrix at `data` with leading dim `ld`.
+struct BlasOperand {
+  cublasOperation_t op;
+  std::int64_t ld;
+};
+
+/// Describes Mᵀ (cols × rows) of the row-major view `v` for cuBLAS; throws if neither dim is
+/// unit-stride (the Python layer copies such operands first).
+BlasOperand transposed_operand(const char* name, std::int64_t rows, std::int64_t cols,
+                               std::int64_t row_stride, std::int64_t col_stride) {
+  // Strides of size-1 dims carry no information; normalise them so the checks below accept them.
+  if (cols <= 1) col_stride = 1;
+  if (rows <= 1) row_stride = std::max<std::int64_t>(cols, 1);
+  if (col_stride == 1 && row_stride >= std::max<std::int64_t>(cols, 1))
+    return {CUBLAS_OP_N, row_stride};  // Mᵀ is column-major with ld = row_stride
+  if (row_stride == 1 && col_stride >= std::max<std::int64_t>(rows, 1))
+    return {CUBLAS_OP_T, col_stride};  // M itself is column-major with ld = col_stride
+  throw InvalidArgument(concat("`", name, "` must have a unit stride along one of its last two dims "
+                               "(with the other stride at least that dim's size) for cuBLAS; got "
+                               "strides (", row_stride, ", ", col_stride, ") for shape ", rows, "x",
+                               cols));
+}
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f32: return CUDA_R_32F;
+    case DType::f64: return CUDA_R_64F;
+  }
+  throw TypeMismatch("unsupported dtype");
+}
+
+template <typename T>
+__global__ void scale_rows_kernel(T* c, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                                  float beta) {
+  const std::int64_t total = rows * cols;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    T* e = c + (i / cols) * row_stride + (i % cols);
+    *e = beta == 0.f ? T(0.f) : T(float(*e) * beta);
+  }
+}
+
+/// C = beta·C for k == 0 (an empty sum): cuBLAS would reject lda = 0, and beta = 0 must write zeros.
+void scale_c(const GemmParams& p, cudaStream_t stream) {
+  const std::int64_t m = p.c.rows, n = p.c.cols;
+  const bool flat = p.batch <= 1 || p.c.batch_stride == m * p.c.row_stride;
+  const std::int64_t rows = flat ? m * p.batch : m;
+  const int threads = 256;
+  const int blocks = static_cast<int>(std::min<std::int64_t>((rows * n + threads - 1) / threads, 4096));
+  for (std::int64_t b = 0; b < (flat ? 1 : p.batch); ++b) {
+    void* c = static_cast<char*>(p.c.data) + b * p.c.batch_stride * dtype_size(p.dtype);
+    const float beta = static_cast<float>(p.beta);
+    switch (p.dtype) {
+      case DType::f16: scale_rows_kernel<<<blocks, threads, 0, stream>>>(static_cast<__half*>(c), rows, n, p.c.row_stride, beta); break;
+      case DType::bf16: scale_rows_kernel<<<blocks, threads, 0, stream>>>(static_cast<__nv_bfloat16*>(c), rows, n, p.c.row_stride, beta); break;
+      case DType::f32: scale_rows_kernel<<<blocks, threads, 0, stream>>>(static_cast<float*>(c), rows, n, p.c.row_stride, beta); break;
+      case DType::f64: scale_rows_kernel<<<blocks, threads, 0, stream>>>(static_cast<double*>(c), rows, n, p.c.row_stride, beta); break;
+    }
+    SK_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+std::size_t gemm_workspace_size_cuda(int device) {
+  sparsekern::detail::require_cuda_device(device);
+  int major = 0;
+  SK_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  // PyTorch's defaults (CUBLAS_WORKSPACE_CONFIG unset): 32 MiB on Hopper and newer, where the
+  // fastest cuBLAS kernels want it; 4096 KiB x 2 + 16 KiB x 8 before that.
+  return major >= 9 ? (std::size_t(32) << 20) : (std::size_t(4096) * 2 + 16 * 8) << 10;
+}
+
+void gemm_cuda(const GemmParams& p, Stream stream_ptr) {
+  const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols;
+  SK_EXPECTS(p.c.col_stride == 1 || n <= 1, "`c` must be row-major (unit column stride) on CUDA; got column stride ",
+             p.c.col_stride);
+  SK_EXPECTS(p.c.row_stride >= std::max<std::int64_t>(n, 1) || m <= 1,
+             "`c` row stride must be at least its column count (", n, "); got ", p.c.row_stride);
+  if (p.batch == 0 || m == 0 || n == 0) return;
+
+  sparsekern::detail::require_cuda_device(p.device.index);
+  sparsekern::detail::DeviceGuard guard(p.device.index);
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  if (k == 0) {
+    scale_c(p, stream);
+    return;
+  }
+
+  const BlasOperand bt = transposed_operand("b", k, n, p.b.row_stride, p.b.col_stride);
+  const BlasOperand at = transposed_operand("a", m, k, p.a.row_stride, p.a.col_stride);
+  const std::int64_t ldc = m <= 1 ? std::max<std::int64_t>(n, 1) : p.c.row_stride;
+
+  cublasHandle_t handle = sparsekern::detail::cublas_handle(p.device.index, stream_ptr, p.workspace);
+
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  int math = CUBLAS_DEFAULT_MATH;
+  if (p.dtype == DType::f64) {
+    compute = CUBLAS_COMPUTE_64F;
+  } else if (p.dtype == DType::f32) {
+    compute = p.fp32_math == Fp32Math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  } else if (!p.allow_reduced_precision_reduction) {
+    math |= CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+  }
+  SK_CUBLAS_TRY(cublasSetMathMode(handle, static_cast<cublasMath_t>(math)));
+
+  const cudaDataType_t type = cuda_type(p.dtype);
+  const double alpha64 = p.alpha, beta64 = p.beta;
+  const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
+  const void* alpha = p.dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = p.dtype == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
+  SK_CUBLAS_TRY(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
+
+  if (p.batch == 1) {
+    SK_CUBLAS_TRY(cublasGemmEx(handle, bt.op, at.op, static_cast<int>(n), static_cast<int>(m),
+                               static_cast<int>(k), alpha, p.b.data, type, static_cast<int>(bt.ld),
+                               p.a.data, type, static_cast<int>(at.ld), beta, p.c.data, type,
+                               static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT));
+  } else {
+    SK_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+        handle, bt.op, at.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha,
+        p.b.data, type, static_cast<int>(bt.ld), p.b.batch_stride, p.a.data, type,
+        static_cast<int>(at.ld), p.a.batch_stride, beta, p.c.data, type, static_cast<int>(ldc),
+        p.c.batch_stride, static_cast<int>(p.batch), compute, CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+}  // namespace sparsekern::dense::detail
