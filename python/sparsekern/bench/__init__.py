@@ -1,0 +1,187 @@
+"""`sparsekern bench`: each op timed against its torch counterpart in the same run.
+
+Family modules in this package expose ``cases(device, quick) -> list[Case]``. Every case is
+verified against the torch result before it is timed. Times are medians of CUDA-event-timed
+repetitions after warm-up (wall clock on the CPU). Results: a table on stdout and a JSON file with
+the device, library versions and the date.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib
+import json
+import platform
+import statistics
+import sys
+import time
+from typing import Callable, Optional
+
+import torch
+
+FAMILIES = ["dense"]
+
+
+@dataclasses.dataclass
+class Case:
+    family: str
+    op: str
+    shape: str
+    dtype: str
+    ours: Callable[[], object]
+    anchor: Callable[[], object]
+    anchor_name: str = "torch"
+    flops: float = 0.0          # useful floating-point operations per call (for TFLOP/s)
+    bytes: float = 0.0          # minimal bytes moved per call (for TB/s)
+    verify: Optional[Callable[[], float]] = None  # returns rel. error of ours vs reference
+    tol: float = float("inf")
+    extra: dict = dataclasses.field(default_factory=dict)
+    host_cost: bool = False     # time per call measured on the host (launch-bound shapes)
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_ms(fn: Callable[[], object], device: torch.device, *, warmup_ms: float = 25.0,
+            rep_ms: float = 100.0, min_reps: int = 5, max_reps: int = 2000) -> float:
+    """Median time of `fn` in milliseconds."""
+    fn()
+    _sync(device)
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            fn()
+        end.record()
+        torch.cuda.synchronize(device)
+        est = max(start.elapsed_time(end) / 3, 1e-4)
+        for _ in range(int(warmup_ms / est)):
+            fn()
+        reps = int(min(max(rep_ms / est, min_reps), max_reps))
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for s, e in zip(starts, ends):
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize(device)
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    times = []
+    deadline = time.perf_counter() + rep_ms / 1e3
+    while len(times) < min_reps or (time.perf_counter() < deadline and len(times) < max_reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def host_time_us(fn: Callable[[], object], device: torch.device, calls: int = 2000) -> float:
+    """Host cost per call in µs: many back-to-back calls, no sync inside; for launch-bound ops."""
+    for _ in range(200):
+        fn()
+    _sync(device)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t = (time.perf_counter() - t0) / calls * 1e6
+        _sync(device)
+        best = min(best, t)
+    return best
+
+
+def environment(device: torch.device) -> dict:
+    from .. import __version__
+
+    env = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "sparsekern": __version__,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "device": str(device),
+    }
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        env["device_name"] = p.name
+        env["sm_count"] = p.multi_processor_count
+        env["compute_capability"] = f"{p.major}.{p.minor}"
+        env["tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+    else:
+        env["device_name"] = platform.processor() or platform.machine()
+        env["threads"] = torch.get_num_threads()
+    return env
+
+
+def _progress(iterable, total, desc):
+    try:
+        from tqdm import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, file=sys.stderr, leave=False)
+    except ImportError:
+        def gen():
+            for i, x in enumerate(iterable):
+                print(f"\r{desc} {i + 1}/{total}", end="", file=sys.stderr, flush=True)
+                yield x
+            print(file=sys.stderr)
+        return gen()
+
+
+def run_cases(cases: list[Case], device: torch.device) -> list[dict]:
+    rows = []
+    for c in _progress(cases, len(cases), "bench"):
+        row = dict(family=c.family, op=c.op, shape=c.shape, dtype=c.dtype, anchor=c.anchor_name, **c.extra)
+        if c.verify is not None:
+            err = c.verify()
+            row["rel_err"] = err
+            row["verified"] = bool(err <= c.tol)
+        if c.host_cost:
+            t_ours, t_anchor = host_time_us(c.ours, device), host_time_us(c.anchor, device)
+            row.update(metric="host_us_per_call", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
+        else:
+            # Interleave the two timings twice so clock/thermal drift hits both alike.
+            t1o, t1a = time_ms(c.ours, device), time_ms(c.anchor, device)
+            t2o, t2a = time_ms(c.ours, device), time_ms(c.anchor, device)
+            t_ours, t_anchor = min(t1o, t2o), min(t1a, t2a)
+            row.update(metric="ms", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
+            if c.flops:
+                row["tflops_ours"] = c.flops / t_ours / 1e9
+                row["tflops_anchor"] = c.flops / t_anchor / 1e9
+            if c.bytes:
+                row["tbps_ours"] = c.bytes / t_ours / 1e9
+        rows.append(row)
+    return rows
+
+
+def print_table(rows, out=sys.stdout) -> None:
+    hdr = ["family", "op", "shape", "dtype", "ours", "anchor", "ratio", "TFLOP/s", "ok"]
+    cells = []
+    for r in rows:
+        unit = "us" if r["metric"] == "host_us_per_call" else "ms"
+        cells.append([r["family"], r["op"], r["shape"], r["dtype"], f"{r['ours']:.4g}{unit}",
+                      f"{r['anchor_time']:.4g}{unit} ({r['anchor']})", f"{r['ratio']:.3f}",
+                      f"{r['tflops_ours']:.3g}" if "tflops_ours" in r else "-",
+                      {True: "ok", False: "WRONG"}.get(r.get("verified"), "-")])
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(hdr)]
+    print("  ".join(h.ljust(w) for h, w in zip(hdr, widths)), file=out)
+    for c in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths)), file=out)
+
+
+def run(device: torch.device, families=None, quick: bool = True, json_path: Optional[str] = None,
+        out=sys.stdout) -> dict:
+    cases: list[Case] = []
+    for fam in families or FAMILIES:
+        cases += importlib.import_module(f"{__name__}.{fam}").cases(device, quick)
+    result = {"environment": environment(device), "quick": quick, "rows": run_cases(cases, device)}
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(result, f, indent=1)
+    print_table(result["rows"], out)
+    if json_path:
+        print(f"wrote {json_path}", file=out)
+    return result

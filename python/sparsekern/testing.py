@@ -1,0 +1,40 @@
+"""Reference comparisons shared by the tests, `sparsekern check` and the benchmarks.
+
+One tolerance table for every op: errors are ‖out − ref‖_F / ‖ref‖_F against a float64 reference.
+"""
+from __future__ import annotations
+
+import torch
+
+# Relative Frobenius error allowed per dtype. fp32 with TF32 allowed is looser (10-bit mantissa);
+# the half types see one rounding of each input and of the output.
+TOLERANCE = {
+    torch.float64: 1e-10,
+    torch.float32: 1e-5,
+    "tf32": 5e-3,
+    torch.float16: 5e-3,
+    torch.bfloat16: 3e-2,
+}
+
+
+def tolerance(dtype: torch.dtype, tf32: bool = False) -> float:
+    if dtype == torch.float32 and tf32:
+        return TOLERANCE["tf32"]
+    return TOLERANCE[dtype]
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖_F / ‖ref‖_F in float64 (inf if `out` has NaN/inf where `ref` is finite)."""
+    out64, ref64 = out.detach().to(torch.float64), ref.detach().to(torch.float64)
+    if out64.shape != ref64.shape:
+        raise AssertionError(f"shape {tuple(out64.shape)} != reference shape {tuple(ref64.shape)}")
+    if not torch.isfinite(out64).all():
+        return float("inf")
+    denom = ref64.norm().item()
+    diff = (out64 - ref64).norm().item()
+    return diff / denom if denom > 0 else diff
+
+
+def randn(*shape, dtype=torch.float32, device="cpu", generator=None) -> torch.Tensor:
+    """Standard-normal data drawn in float64 on the CPU, then cast: same values on every device."""
+    return torch.randn(*shape, dtype=torch.float64, generator=generator).to(dtype=dtype, device=device)
