@@ -37,9 +37,6 @@ inline MutableMatrixView mutable_view(const BatchedMatrix& m) {
 
 inline Stream as_stream(std::uintptr_t s) { return reinterpret_cast<Stream>(s); }
 
-/// Workspace from an optional byte buffer (None = no workspace).
-Workspace workspace_of(const nb::object& ws);
-
 void register_dense(nb::module_& m);
 
 }  // namespace sparsekern::bindings

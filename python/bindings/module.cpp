@@ -45,12 +45,6 @@ BatchedMatrix matrix_of(const AnyArray& a, const char* name) {
   return out;
 }
 
-Workspace workspace_of(const nb::object& ws) {
-  if (ws.is_none()) return Workspace{};
-  AnyArray arr = nb::cast<AnyArray>(ws);
-  return Workspace{arr.data(), arr.nbytes()};
-}
-
 }  // namespace sparsekern::bindings
 
 NB_MODULE(_C, m) {

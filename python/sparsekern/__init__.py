@@ -9,7 +9,7 @@ import atexit as _atexit
 
 import torch as _torch  # noqa: F401  (loads the CUDA libraries torch ships before ours)
 
-from . import _C
+from . import _C, compat, integrations
 from .dense import matmul, matmul_transb
 
 __version__ = _C.version()

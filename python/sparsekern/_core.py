@@ -62,14 +62,15 @@ def stream_of(t: torch.Tensor) -> int:
     """Raw pointer of torch's current stream on `t`'s device (0 for the CPU)."""
     if not t.is_cuda:
         return 0
-    return _raw_stream(t.device.index)
+    return _raw_stream(t.get_device())
 
 
-def _raw_stream(index: int) -> int:
-    getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if getter is not None:  # torch's own C fast path (what its extensions use)
-        return getter(index)
+def _raw_stream_fallback(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
+
+
+# torch's own C fast path (what its C++ extensions use); absent from CPU-only torch builds.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _raw_stream_fallback)
 
 
 # One cuBLAS workspace per (device, stream): two streams must not share scratch memory, and a
@@ -77,16 +78,15 @@ def _raw_stream(index: int) -> int:
 _workspaces: dict = {}
 
 
-def cublas_workspace(t: torch.Tensor, stream: int):
-    if t.device.type != "cuda":
-        return None
-    key = (t.device.index, stream)
+def cublas_workspace(t: torch.Tensor, stream: int) -> tuple[int, int]:
+    """(pointer, bytes) of the cuBLAS workspace for `t`'s device and `stream` (a CUDA tensor)."""
+    key = (t.get_device(), stream)
     ws = _workspaces.get(key)
     if ws is None:
-        nbytes = _C.gemm_workspace_size(1, t.device.index)
-        ws = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
-        _workspaces[key] = ws
-    return ws
+        nbytes = _C.gemm_workspace_size(1, key[0])
+        buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
+        ws = _workspaces[key] = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
+    return ws[0], ws[1]
 
 
 def release_workspaces() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _to_dlpack, check_backend, check_same,
+                    check_tensor, cublas_workspace, stream_of)
 
 __all__ = ["matmul", "matmul_transb"]
 
@@ -25,24 +26,37 @@ def _allow_reduced_precision(dtype: torch.dtype) -> bool:
     return bool(v[0] if isinstance(v, tuple) else v)  # (allow, allow_splitk) in newer torch
 
 
+_FLOAT = frozenset(FLOAT_DTYPES)
+
+
 def _check_args(a, b, transb: bool):
-    """Validate and return (m, k, n, batch_shape) of a · op(b)."""
-    check_tensor("a", a, min_dim=2)
-    check_tensor("b", b, min_dim=2)
-    check_same("b", b, "a", a)
-    check_backend("a", a)
-    m, k = a.shape[-2], a.shape[-1]
+    """Validate and return (m, k, n, batch_shape) of a · op(b).
+
+    This runs on every call, so the common (valid) case costs a handful of attribute reads; the
+    messages are only built on the failure path.
+    """
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype in _FLOAT
+            and b.dtype is a.dtype and a.dim() >= 2 and b.dim() >= 2
+            and a.get_device() == b.get_device() and (a.is_cpu or a.is_cuda or a.is_meta)):
+        check_tensor("a", a, min_dim=2)
+        check_tensor("b", b, min_dim=2)
+        check_same("b", b, "a", a)
+        check_backend("a", a)
+    if a.is_cuda and not _HAS_CUDA_BACKEND:
+        check_backend("a", a)
+    sa, sb = a.shape, b.shape
+    m, k = sa[-2], sa[-1]
     if transb:
-        n, kb = b.shape[-2], b.shape[-1]
+        n, kb = sb[-2], sb[-1]
         if kb != k:
             raise ValueError(
-                f"`b` must have {k} columns (the last dim of `a`) for a·bᵀ; got shape {tuple(b.shape)}")
+                f"`b` must have {k} columns (the last dim of `a`) for a·bᵀ; got shape {tuple(sb)}")
     else:
-        kb, n = b.shape[-2], b.shape[-1]
+        kb, n = sb[-2], sb[-1]
         if kb != k:
             raise ValueError(
-                f"`b` must have {k} rows (the last dim of `a`) for a·b; got shape {tuple(b.shape)}")
-    batch_a, batch_b = a.shape[:-2], b.shape[:-2]
+                f"`b` must have {k} rows (the last dim of `a`) for a·b; got shape {tuple(sb)}")
+    batch_a, batch_b = sa[:-2], sb[:-2]
     if batch_a == batch_b or not batch_b:  # the common cases, without broadcast_shapes' cost
         return m, k, n, batch_a
     if not batch_a:
@@ -51,12 +65,14 @@ def _check_args(a, b, transb: bool):
         batch = torch.broadcast_shapes(batch_a, batch_b)
     except RuntimeError:
         raise ValueError(
-            f"batch dims of `a` {tuple(a.shape[:-2])} and `b` {tuple(b.shape[:-2])} do not broadcast") from None
+            f"batch dims of `a` {tuple(batch_a)} and `b` {tuple(batch_b)} do not broadcast") from None
     return m, k, n, batch
 
 
 def _blas_ready(t: torch.Tensor) -> torch.Tensor:
     """cuBLAS needs a unit stride along one of the two matrix dims; copy only when there is none."""
+    if t.is_contiguous():
+        return t
     rows, cols = t.shape[-2], t.shape[-1]
     rs, cs = t.stride(-2), t.stride(-1)
     if (cs == 1 or cols <= 1) and (rs >= max(cols, 1) or rows <= 1):
@@ -75,36 +91,42 @@ def _as_batch(t: torch.Tensor, batch: torch.Size, rows: int, cols: int) -> torch
     return t.reshape(-1, rows, cols)  # a view whenever the batch dims merge, a copy otherwise
 
 
-def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    stream = stream_of(a)
+def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, transb: bool) -> None:
+    """out ← a·op(b) with op(b) = bᵀ when `transb` (the kernel swaps b's strides: no copy)."""
     dtype = a.dtype
-    _C.gemm(as_dlpack(a), as_dlpack(b), as_dlpack(out), 1.0, 0.0,
-            dtype == torch.float32 and _get_tf32(),
-            dtype in (torch.float16, torch.bfloat16) and _allow_reduced_precision(dtype),
-            as_dlpack(cublas_workspace(a, stream)), stream)
+    if a.is_cuda:
+        stream = stream_of(a)
+        ws_ptr, ws_bytes = cublas_workspace(a, stream)
+    else:
+        stream = ws_ptr = ws_bytes = 0
+    _C.gemm(_to_dlpack(a), _to_dlpack(b), _to_dlpack(out), 1.0, 0.0, transb,
+            dtype is torch.float32 and _get_tf32(),
+            dtype is not torch.float32 and dtype is not torch.float64 and _allow_reduced_precision(dtype),
+            ws_ptr, ws_bytes, stream)
 
 
 def _forward(a: torch.Tensor, b: torch.Tensor, transb: bool) -> torch.Tensor:
     m, k, n, batch = _check_args(a, b, transb)
-    bv = b.transpose(-1, -2) if transb else b
-    out = torch.empty((*batch, m, n), dtype=a.dtype, device=a.device)
-    if out.numel() == 0:
-        return out
-    if k == 0:
+    out = a.new_empty((*batch, m, n) if batch else (m, n))
+    if k == 0 or out.numel() == 0:
         return out.zero_()
     a = _blas_ready(a)
-    bv = _blas_ready(bv)
-    if bv.dim() == 2 and a.dim() > 2:
+    b = _blas_ready(b)
+    if not batch:
+        _gemm(a, b, out, transb)
+        return out
+    # Kernel-side shapes of b: (k, n) after the optional transpose, stored as (n, k) when transb.
+    b_rows, b_cols = (n, k) if transb else (k, n)
+    if b.dim() == 2:
         # (..., m, k) · (k, n): fold the batch into the rows, one large GEMM (what torch does).
         try:
             a2 = a.view(-1, k)
         except RuntimeError:
             a2 = None
         if a2 is not None:
-            _gemm(a2, bv, out.view(-1, n))
+            _gemm(a2, b, out.view(-1, n), transb)
             return out
-    out3 = out if out.dim() == 2 else out.view(-1, m, n)
-    _gemm(_as_batch(a, batch, m, k), _as_batch(bv, batch, k, n), out3)
+    _gemm(_as_batch(a, batch, m, k), _as_batch(b, batch, b_rows, b_cols), out.view(-1, m, n), transb)
     return out
 
 
@@ -149,7 +171,9 @@ def _backward(ctx, grad):
         else:
             a2, g2 = a, grad
         if transb:
-            gb = _matmul_op(g2.transpose(-1, -2), a2, False)  # dB = gradᵀ · a   (n × k)
+            # dB = gradᵀ·a (n × k), computed as (aᵀ·grad)ᵀ: the k × n product is the shape cuBLAS
+            # runs fastest for attention (k = head dim ≪ n), and the same one torch computes.
+            gb = _matmul_op(a2.transpose(-1, -2), g2, False).transpose(-1, -2)
         else:
             gb = _matmul_op(a2.transpose(-1, -2), g2, False)  # dB = aᵀ · grad   (k × n)
         gb = _sum_to(gb, b.shape)

@@ -1,5 +1,7 @@
 #include "cuda_check.h"
 
+#include <atomic>
+
 namespace sparsekern::detail {
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
@@ -31,13 +33,17 @@ DeviceGuard::~DeviceGuard() {
 }
 
 void require_cuda_device(int device) {
-  int count = 0;
+  // Devices do not appear at run time, so a positive count is cached: this runs on every op.
+  static std::atomic<int> cached_count{0};
+  int count = cached_count.load(std::memory_order_relaxed);
+  if (device >= 0 && device < count) return;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     throw BackendUnavailable(concat("CUDA operand given but no usable CUDA driver/device: ",
                                     cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
   }
+  cached_count.store(count, std::memory_order_relaxed);
   if (device < 0 || device >= count)
     throw InvalidArgument(concat("CUDA device index ", device, " out of range: ", count,
                                  " device(s) visible"));
