@@ -43,8 +43,10 @@ function(_sk_find_cuda_lib target toolkit_target libname header)
                         "wheels (pip install nvidia-cublas nvidia-cusparse), or pass "
                         "-DSPARSEKERN_NVIDIA_WHEEL_ROOT=<site-packages>/nvidia/cu13")
   endif()
+  cmake_path(NORMAL_PATH _sk_lib)
   get_filename_component(_dir "${_sk_lib}" DIRECTORY)
-  target_include_directories(${target} INTERFACE "${_sk_inc_${libname}}")
+  # Headers are for our own sources only; a static build exports this target without them.
+  target_include_directories(${target} INTERFACE "$<BUILD_INTERFACE:${_sk_inc_${libname}}>")
   target_link_libraries(${target} INTERFACE "${_sk_lib}")
   set(SPARSEKERN_CUDA_LIB_DIRS ${SPARSEKERN_CUDA_LIB_DIRS} "${_dir}" PARENT_SCOPE)
   message(STATUS "sparsekern: ${libname} from NVIDIA's wheel (${_sk_lib})")
