@@ -37,7 +37,7 @@ void gemm(const GemmParams& p, Stream stream) {
   SK_EXPECTS(p.batch <= 1 || p.c.batch_stride >= m * n || m * n == 0,
              "`c` batch entries must not overlap (batch_stride ", p.c.batch_stride, " < m*n = ",
              m * n, ")");
-  SK_EXPECTS(p.c.data != p.a.data && p.c.data != p.b.data,
+  SK_EXPECTS(m * n * p.batch == 0 || (p.c.data != p.a.data && p.c.data != p.b.data),
              "`c` must not alias `a` or `b` (the product is not computed in place)");
 
   if (p.device.type == DeviceType::cpu) {
