@@ -78,15 +78,15 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _raw_stream_fallbac
 _workspaces: dict = {}
 
 
-def cublas_workspace(t: torch.Tensor, stream: int) -> tuple[int, int]:
-    """(pointer, bytes) of the cuBLAS workspace for `t`'s device and `stream` (a CUDA tensor)."""
+def cublas_workspace(t: torch.Tensor, stream: int) -> tuple:
+    """(pointer, bytes, tensor) of the cuBLAS workspace for `t`'s device and `stream` (CUDA)."""
     key = (t.get_device(), stream)
     ws = _workspaces.get(key)
     if ws is None:
         nbytes = _C.gemm_workspace_size(1, key[0])
         buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
         ws = _workspaces[key] = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
-    return ws[0], ws[1]
+    return ws
 
 
 def release_workspaces() -> None:
