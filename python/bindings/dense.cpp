@@ -11,7 +11,7 @@ namespace {
 
 /// c ← alpha·a·b + beta·c on 2-D or 3-D (batched) arrays; a/b may be any strided views.
 void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha, double beta,
-          bool transpose_b, bool allow_tf32, bool allow_reduced_precision,
+          bool transpose_a, bool transpose_b, bool allow_tf32, bool allow_reduced_precision,
           std::uintptr_t workspace_ptr, std::size_t workspace_bytes, std::uintptr_t stream) {
   dense::GemmParams p;
   p.dtype = dtype_of(a, "a");
@@ -23,12 +23,16 @@ void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha,
   p.device = device_of(a, "a");
   if (device_of(b, "b") != p.device || device_of(c, "out") != p.device)
     throw InvalidArgument("`a`, `b` and `out` must be on the same device");
-  const BatchedMatrix am = matrix_of(a, "a"), cm = matrix_of(c, "out");
-  BatchedMatrix bm = matrix_of(b, "b");
-  if (transpose_b) {  // use bᵀ: a view with swapped dims, so Q·Kᵀ needs no transposed copy of K
-    std::swap(bm.view.rows, bm.view.cols);
-    std::swap(bm.view.row_stride, bm.view.col_stride);
-  }
+  const BatchedMatrix cm = matrix_of(c, "out");
+  BatchedMatrix am = matrix_of(a, "a"), bm = matrix_of(b, "b");
+  // op(x) = xᵀ is the same memory read with swapped dims and strides: Q·Kᵀ and the backward's
+  // aᵀ·grad need no transposed copy (and no Python-side view either).
+  auto transpose = [](BatchedMatrix& x) {
+    std::swap(x.view.rows, x.view.cols);
+    std::swap(x.view.row_stride, x.view.col_stride);
+  };
+  if (transpose_a) transpose(am);
+  if (transpose_b) transpose(bm);
   p.batch = cm.batch;
   if ((a.ndim() == 3 && am.batch != p.batch) || (b.ndim() == 3 && bm.batch != p.batch))
     throw InvalidArgument("batch sizes of `a`, `b` and `out` must match");
@@ -47,10 +51,11 @@ void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha,
 
 void register_dense(nb::module_& m) {
   m.def("gemm", &gemm, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("alpha") = 1.0,
-        nb::arg("beta") = 0.0, nb::arg("transpose_b") = false, nb::arg("allow_tf32") = false,
+        nb::arg("beta") = 0.0, nb::arg("transpose_a") = false, nb::arg("transpose_b") = false,
+        nb::arg("allow_tf32") = false,
         nb::arg("allow_reduced_precision") = true, nb::arg("workspace_ptr") = 0,
         nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0,
-        "out ← alpha·a·op(b) + beta·out, op(b) = bᵀ if transpose_b (2-D, or 3-D batched; a 2-D "
+        "out ← alpha·op(a)·op(b) + beta·out, op(x) = xᵀ if transpose_x (2-D, or 3-D batched; a 2-D "
         "operand is shared by every batch entry). The workspace is a raw device buffer owned by the "
         "caller (e.g. a torch uint8 tensor's data_ptr), used as cuBLAS scratch.");
   m.def("gemm_workspace_size", [](int device_type, int index) {

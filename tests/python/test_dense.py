@@ -92,10 +92,23 @@ def test_empty_inputs(device, transb):
         assert torch.equal(out, torch.zeros_like(ref))  # k = 0: an empty sum is zero
 
 
+@pytest.mark.parametrize("transb", [False, True], ids=["ab", "abT"])
+def test_backward_of_empty_products(device, transb):
+    for sa, sb in [((0, 5), (5, 3)), ((4, 0), (0, 3)), ((2, 4, 5), (2, 5, 0))]:
+        a = torch.randn(sa, device=device, requires_grad=True)
+        b0 = torch.randn(sb, device=device)
+        b = (b0.mT.contiguous() if transb else b0).requires_grad_()
+        out = matmul_transb(a, b) if transb else matmul(a, b)
+        ga, gb = torch.autograd.grad(out, (a, b), torch.ones_like(out))
+        assert ga.shape == a.shape and gb.shape == b.shape
+        assert torch.equal(ga, torch.zeros_like(a)) and torch.equal(gb, torch.zeros_like(b))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("transb", [False, True], ids=["ab", "abT"])
 def test_backward_matches_float64(device, dtype, transb):
-    for sa, sb in [((6, 7), (7, 5)), ((3, 4, 9), (9, 2)), ((2, 1, 5, 3), (1, 4, 3, 6))]:
+    for sa, sb in [((6, 7), (7, 5)), ((3, 4, 9), (3, 9, 2)), ((3, 4, 9), (9, 2)),
+                   ((2, 1, 5, 3), (1, 4, 3, 6)), ((1, 13), (13, 1))]:
         a = torch.randn(sa, dtype=torch.float64).to(device, dtype).requires_grad_()
         b0 = torch.randn(sb, dtype=torch.float64).to(device, dtype)
         b = (b0.transpose(-1, -2).contiguous() if transb else b0).requires_grad_()
