@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "../common/cuda_check.h"
 #include "../common/handles_internal.h"
@@ -34,6 +35,9 @@ BlasOperand transposed_operand(const char* name, std::int64_t rows, std::int64_t
   // Strides of size-1 dims carry no information; normalise them so the checks below accept them.
   if (cols <= 1) col_stride = 1;
   if (rows <= 1) row_stride = std::max<std::int64_t>(cols, 1);
+  if (row_stride > INT_MAX || col_stride > INT_MAX)
+    throw InvalidArgument(concat("`", name, "` strides (", row_stride, ", ", col_stride,
+                                 ") exceed cuBLAS's 32-bit leading dimension"));
   if (col_stride == 1 && row_stride >= std::max<std::int64_t>(cols, 1))
     return {CUBLAS_OP_N, row_stride};  // Mᵀ is column-major with ld = row_stride
   if (row_stride == 1 && col_stride >= std::max<std::int64_t>(rows, 1))
@@ -118,35 +122,56 @@ void gemm_cuda(const GemmParams& p, Stream stream_ptr) {
 
   cublasHandle_t handle = sparsekern::detail::cublas_handle(p.device.index, stream_ptr, p.workspace);
 
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  int math = CUBLAS_DEFAULT_MATH;
-  if (p.dtype == DType::f64) {
-    compute = CUBLAS_COMPUTE_64F;
-  } else if (p.dtype == DType::f32) {
-    compute = p.fp32_math == Fp32Math::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  } else if (!p.allow_reduced_precision_reduction) {
-    math |= CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
-  }
-  SK_CUBLAS_TRY(cublasSetMathMode(handle, static_cast<cublasMath_t>(math)));
-
-  const cudaDataType_t type = cuda_type(p.dtype);
-  const double alpha64 = p.alpha, beta64 = p.beta;
-  const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
-  const void* alpha = p.dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = p.dtype == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
+  // The same cuBLAS entry points and math modes torch.matmul uses (ATen's CUDABlas.cpp), so the two
+  // get the same kernels from cuBLAS's heuristics: S/Dgemm for fp32/fp64 (TF32 through the handle's
+  // math mode), GemmEx with fp32 accumulation for fp16/bf16.
+  const int in = static_cast<int>(n), im = static_cast<int>(m), ik = static_cast<int>(k);
+  const int ldb = static_cast<int>(bt.ld), lda = static_cast<int>(at.ld), ildc = static_cast<int>(ldc);
+  const int batch = static_cast<int>(p.batch);
   SK_CUBLAS_TRY(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
-
-  if (p.batch == 1) {
-    SK_CUBLAS_TRY(cublasGemmEx(handle, bt.op, at.op, static_cast<int>(n), static_cast<int>(m),
-                               static_cast<int>(k), alpha, p.b.data, type, static_cast<int>(bt.ld),
-                               p.a.data, type, static_cast<int>(at.ld), beta, p.c.data, type,
-                               static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT));
+  if (p.dtype == DType::f64) {
+    SK_CUBLAS_TRY(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    const double alpha = p.alpha, beta = p.beta;
+    const auto* B = static_cast<const double*>(p.b.data);
+    const auto* A = static_cast<const double*>(p.a.data);
+    auto* C = static_cast<double*>(p.c.data);
+    if (batch == 1)
+      SK_CUBLAS_TRY(cublasDgemm(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb, A, lda, &beta, C, ildc));
+    else
+      SK_CUBLAS_TRY(cublasDgemmStridedBatched(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb,
+                                              p.b.batch_stride, A, lda, p.a.batch_stride, &beta, C,
+                                              ildc, p.c.batch_stride, batch));
+    return;
+  }
+  if (p.dtype == DType::f32) {
+    SK_CUBLAS_TRY(cublasSetMathMode(handle, p.fp32_math == Fp32Math::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                          : CUBLAS_DEFAULT_MATH));
+    const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
+    const auto* B = static_cast<const float*>(p.b.data);
+    const auto* A = static_cast<const float*>(p.a.data);
+    auto* C = static_cast<float*>(p.c.data);
+    if (batch == 1)
+      SK_CUBLAS_TRY(cublasSgemm(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb, A, lda, &beta, C, ildc));
+    else
+      SK_CUBLAS_TRY(cublasSgemmStridedBatched(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb,
+                                              p.b.batch_stride, A, lda, p.a.batch_stride, &beta, C,
+                                              ildc, p.c.batch_stride, batch));
+    return;
+  }
+  int math = CUBLAS_DEFAULT_MATH;
+  if (!p.allow_reduced_precision_reduction) math |= CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+  SK_CUBLAS_TRY(cublasSetMathMode(handle, static_cast<cublasMath_t>(math)));
+  const cudaDataType_t type = cuda_type(p.dtype);
+  const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
+  if (batch == 1) {
+    SK_CUBLAS_TRY(cublasGemmEx(handle, bt.op, at.op, in, im, ik, &alpha, p.b.data, type, ldb, p.a.data,
+                               type, lda, &beta, p.c.data, type, ildc, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT_TENSOR_OP));
   } else {
     SK_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-        handle, bt.op, at.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), alpha,
-        p.b.data, type, static_cast<int>(bt.ld), p.b.batch_stride, p.a.data, type,
-        static_cast<int>(at.ld), p.a.batch_stride, beta, p.c.data, type, static_cast<int>(ldc),
-        p.c.batch_stride, static_cast<int>(p.batch), compute, CUBLAS_GEMM_DEFAULT));
+        handle, bt.op, at.op, in, im, ik, &alpha, p.b.data, type, ldb, p.b.batch_stride, p.a.data,
+        type, lda, p.a.batch_stride, &beta, p.c.data, type, ildc, p.c.batch_stride, batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP));
   }
 }
 
