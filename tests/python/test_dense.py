@@ -345,3 +345,38 @@ def test_compat_seed_names(device):
     destroy_cublas()
     destroy_cublas()
     torch.testing.assert_close(cublasMM.apply(a, b), a @ b)  # handles are recreated lazily
+
+
+@pytest.mark.cuda
+def test_handles_are_per_thread_and_pooled():
+    """One cuBLAS handle per (device, thread), created lazily; exited threads return theirs to a pool."""
+    from sparsekern import _C
+    from sparsekern.compat import destroy_cublas
+
+    destroy_cublas()
+    assert _C.live_handle_count() == 0
+    a = torch.randn(16, 16, device="cuda")
+    matmul(a, a)
+    assert _C.live_handle_count() == 1
+
+    def run_in_threads(n):
+        barrier = threading.Barrier(n)  # all alive at once: each needs its own handle
+
+        def work():
+            barrier.wait()
+            matmul(a, a)
+            barrier.wait()
+
+        ts = [threading.Thread(target=work) for _ in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    run_in_threads(3)
+    assert _C.live_handle_count() == 4          # main thread + 3 concurrent threads
+    run_in_threads(3)
+    assert _C.live_handle_count() == 4          # the exited threads' handles were reused
+    destroy_cublas()
+    assert _C.live_handle_count() == 0
+    torch.testing.assert_close(matmul(a, a), a @ a, rtol=1e-4, atol=1e-4)  # recreated lazily
