@@ -89,6 +89,30 @@ void scale_c(const GemmParams& p, cudaStream_t stream) {
   }
 }
 
+// Overloads so one body serves cublasSgemm* and cublasDgemm*.
+cublasStatus_t blas_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                         const float* alpha, const float* A, int lda, const float* B, int ldb,
+                         const float* beta, float* C, int ldc) {
+  return cublasSgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+cublasStatus_t blas_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                         const double* alpha, const double* A, int lda, const double* B, int ldb,
+                         const double* beta, double* C, int ldc) {
+  return cublasDgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+cublasStatus_t blas_gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                         int m, int n, int k, const float* alpha, const float* A, int lda,
+                                         long long sa, const float* B, int ldb, long long sb,
+                                         const float* beta, float* C, int ldc, long long sc, int batch) {
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+}
+cublasStatus_t blas_gemm_strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                         int m, int n, int k, const double* alpha, const double* A, int lda,
+                                         long long sa, const double* B, int ldb, long long sb,
+                                         const double* beta, double* C, int ldc, long long sc, int batch) {
+  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+}
+
 }  // namespace
 
 std::size_t gemm_workspace_size_cuda(int device) {
@@ -129,33 +153,24 @@ void gemm_cuda(const GemmParams& p, Stream stream_ptr) {
   const int ldb = static_cast<int>(bt.ld), lda = static_cast<int>(at.ld), ildc = static_cast<int>(ldc);
   const int batch = static_cast<int>(p.batch);
   SK_CUBLAS_TRY(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
-  if (p.dtype == DType::f64) {
-    SK_CUBLAS_TRY(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
-    const double alpha = p.alpha, beta = p.beta;
-    const auto* B = static_cast<const double*>(p.b.data);
-    const auto* A = static_cast<const double*>(p.a.data);
-    auto* C = static_cast<double*>(p.c.data);
-    if (batch == 1)
-      SK_CUBLAS_TRY(cublasDgemm(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb, A, lda, &beta, C, ildc));
-    else
-      SK_CUBLAS_TRY(cublasDgemmStridedBatched(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb,
-                                              p.b.batch_stride, A, lda, p.a.batch_stride, &beta, C,
-                                              ildc, p.c.batch_stride, batch));
-    return;
-  }
-  if (p.dtype == DType::f32) {
-    SK_CUBLAS_TRY(cublasSetMathMode(handle, p.fp32_math == Fp32Math::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                          : CUBLAS_DEFAULT_MATH));
-    const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
-    const auto* B = static_cast<const float*>(p.b.data);
-    const auto* A = static_cast<const float*>(p.a.data);
-    auto* C = static_cast<float*>(p.c.data);
-    if (batch == 1)
-      SK_CUBLAS_TRY(cublasSgemm(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb, A, lda, &beta, C, ildc));
-    else
-      SK_CUBLAS_TRY(cublasSgemmStridedBatched(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb,
-                                              p.b.batch_stride, A, lda, p.a.batch_stride, &beta, C,
-                                              ildc, p.c.batch_stride, batch));
+  if (p.dtype == DType::f64 || p.dtype == DType::f32) {
+    const bool tf32 = p.dtype == DType::f32 && p.fp32_math == Fp32Math::tf32;
+    SK_CUBLAS_TRY(cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const T alpha = static_cast<T>(p.alpha), beta = static_cast<T>(p.beta);
+      const auto* B = static_cast<const T*>(p.b.data);
+      const auto* A = static_cast<const T*>(p.a.data);
+      auto* C = static_cast<T*>(p.c.data);
+      if (batch == 1)
+        SK_CUBLAS_TRY(blas_gemm(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb, A, lda, &beta, C, ildc));
+      else
+        SK_CUBLAS_TRY(blas_gemm_strided_batched(handle, bt.op, at.op, in, im, ik, &alpha, B, ldb,
+                                                p.b.batch_stride, A, lda, p.a.batch_stride, &beta, C,
+                                                ildc, p.c.batch_stride, batch));
+    };
+    if (p.dtype == DType::f64) run(double{});
+    else run(float{});
     return;
   }
   int math = CUBLAS_DEFAULT_MATH;
