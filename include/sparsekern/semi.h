@@ -1,0 +1,107 @@
+#pragma once
+/// @file semi.h
+/// @brief 2:4 semi-structured sparse products through cuSPARSELt (the sparse tensor cores of
+///        Ampere and Hopper): Y = X · Wᵀ (+ bias) with W pruned so that every group of 4
+///        consecutive entries of a row holds at most 2 non-zeros.
+///
+/// cuSPARSELt is loaded at run time (dlopen of libcusparseLt.so.0, shipped by the
+/// `nvidia-cusparselt-cu13` wheel), so neither libsparsekern nor a wheel links it. The flow is:
+/// compress W once (compressed_size() + compress()), make a LinearPlan per input height m, run it;
+/// the plan's first run searches cuSPARSELt's kernel configurations (cusparseLtMatmulSearch) and
+/// keeps the fastest, later runs reuse it. CUDA only: the CPU counterpart is a dense product with
+/// the masked weight (the Python layer does that).
+
+#include <sparsekern/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sparsekern::semi {
+
+/// Whether this build has the cuSPARSELt backend (cusparseLt.h was found at build time).
+bool built_with_cusparselt();
+
+/// Loads libcusparseLt and resolves the functions sparsekern uses. `path`: a file to dlopen, or
+/// empty for the dynamic loader's search (LD_LIBRARY_PATH, the RUNPATH of libsparsekern, which
+/// points into the nvidia wheels). Idempotent once a load succeeded. Throws BackendUnavailable
+/// naming the `nvidia-cusparselt-cu13` package when the library cannot be loaded, or is older
+/// than 0.6.
+void load_cusparselt(const std::string& path = "");
+
+/// Version of the loaded cuSPARSELt as major·1000 + minor·100 + patch (0 when none is loaded).
+int cusparselt_version();
+
+/// A dense row-major rows × cols weight (leading dimension cols) that is 2:4 along its rows.
+/// cuSPARSELt constraints: dtype f16 or bf16, rows and cols multiples of 16, data 16-byte aligned.
+struct WeightShape {
+  DType dtype = DType::f16;
+  Device device{DeviceType::cuda, 0};
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
+struct CompressedSize {
+  std::size_t compressed_bytes = 0;  ///< size of the compressed weight (values + metadata)
+  std::size_t buffer_bytes = 0;      ///< scratch compress() needs
+};
+
+/// Sizes of the compressed form of a weight of shape `w` and of compress()'s scratch buffer.
+CompressedSize compressed_size(const WeightShape& w);
+
+/// Compresses the 2:4 weight at `dense` into `compressed` (compressed_bytes) on `stream`, using
+/// `buffer` (buffer_bytes) as scratch. Entries that break the 2:4 pattern are not detected: prune
+/// first (SemiStructuredLinear multiplies by its 2:4 mask).
+void compress(const WeightShape& w, const void* dense, void* compressed, Workspace buffer, Stream stream);
+
+/// Y = X · Wᵀ + bias: X is m × k row-major (leading dimension k), W the compressed n × k weight,
+/// Y is m × n row-major (leading dimension n), bias has n entries (or is null). Accumulation in
+/// fp32. Constraints: f16/bf16, m, n, k multiples of 16, pointers 16-byte aligned.
+struct LinearParams {
+  DType dtype = DType::f16;
+  Device device{DeviceType::cuda, 0};
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  const void* x = nullptr;
+  const void* weight = nullptr;  ///< compressed by compress() from an n × k weight of `dtype`
+  const void* bias = nullptr;    ///< optional; fixed for the lifetime of a plan
+  void* y = nullptr;
+};
+
+/// Process-wide counters, for tests and benchmarks.
+struct Counters {
+  std::int64_t plans_created = 0;  ///< cusparseLtMatmulPlanInit calls (one per plan + one after its search)
+  std::int64_t searches = 0;       ///< cusparseLtMatmulSearch calls
+  std::int64_t compressions = 0;   ///< compress() calls
+  std::int64_t runs = 0;           ///< LinearPlan::run / search calls
+};
+Counters counters();
+
+/// A cuSPARSELt matmul plan for one (dtype, m, n, k, bias pointer). Not thread-safe.
+class LinearPlan {
+ public:
+  explicit LinearPlan(const LinearParams& p);
+  ~LinearPlan();
+  LinearPlan(const LinearPlan&) = delete;
+  LinearPlan& operator=(const LinearPlan&) = delete;
+
+  /// Device workspace run() and search() need; it may grow once, after search().
+  std::size_t workspace_size() const;
+  /// Times cuSPARSELt's kernel configurations on this problem (cusparseLtMatmulSearch), keeps the
+  /// fastest, re-plans with it and writes Y. Synchronises `stream` (it times kernels); call it
+  /// once, before any CUDA-graph capture. Re-query workspace_size() afterwards.
+  void search(const LinearParams& p, Workspace workspace, Stream stream);
+  /// Y = X · Wᵀ + bias with the plan's configuration; never synchronises the host.
+  void run(const LinearParams& p, Workspace workspace, Stream stream);
+
+  bool searched() const;
+  /// The kernel configuration in use (CUSPARSELT_MATMUL_ALG_CONFIG_ID).
+  int algorithm_id() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sparsekern::semi

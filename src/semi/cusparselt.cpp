@@ -1,0 +1,301 @@
+// cuSPARSELt backend of the semi family, loaded at run time.
+//
+// Why dlopen: cuSPARSELt is a large optional library (its own wheel, nvidia-cusparselt-cu13).
+// Linking it would make libsparsekern fail to load wherever it is missing, including CPU-only
+// users of a CUDA wheel. We compile against its header only and resolve the ~20 functions we use
+// with dlsym the first time a 2:4 op runs; without the library, only the 2:4 ops fail, with an
+// error that names the package to install.
+//
+// Handles: one cusparseLtHandle_t per device for the whole process (cuSPARSELt takes the stream
+// per call, so a handle carries no per-call state and is shared by all threads). They are never
+// destroyed: at process exit the CUDA runtime may already be gone.
+
+#include <cusparseLt.h>
+#include <dlfcn.h>
+#include <library_types.h>
+
+#include <array>
+#include <memory>
+#include <mutex>
+
+#include "../common/check.h"
+#include "../common/cuda_check.h"
+#include "semi_internal.h"
+
+namespace sparsekern::semi::detail {
+namespace {
+
+using sparsekern::detail::concat;
+
+constexpr const char* kInstallHint =
+    "install it with `pip install nvidia-cusparselt-cu13` (sparsekern loads libcusparseLt.so.0 at run "
+    "time from that wheel or from the library search path), or point SPARSEKERN_CUSPARSELT_PATH at the file";
+
+struct Api {
+  decltype(&cusparseLtInit) Init = nullptr;
+  decltype(&cusparseLtGetProperty) GetProperty = nullptr;
+  decltype(&cusparseLtGetErrorName) GetErrorName = nullptr;
+  decltype(&cusparseLtGetErrorString) GetErrorString = nullptr;
+  decltype(&cusparseLtDenseDescriptorInit) DenseDescriptorInit = nullptr;
+  decltype(&cusparseLtStructuredDescriptorInit) StructuredDescriptorInit = nullptr;
+  decltype(&cusparseLtMatDescriptorDestroy) MatDescriptorDestroy = nullptr;
+  decltype(&cusparseLtMatmulDescriptorInit) MatmulDescriptorInit = nullptr;
+  decltype(&cusparseLtMatmulDescSetAttribute) MatmulDescSetAttribute = nullptr;
+  decltype(&cusparseLtMatmulAlgSelectionInit) MatmulAlgSelectionInit = nullptr;
+  decltype(&cusparseLtMatmulAlgSelectionDestroy) MatmulAlgSelectionDestroy = nullptr;  // optional (newer versions)
+  decltype(&cusparseLtMatmulAlgGetAttribute) MatmulAlgGetAttribute = nullptr;
+  decltype(&cusparseLtMatmulGetWorkspace) MatmulGetWorkspace = nullptr;
+  decltype(&cusparseLtMatmulPlanInit) MatmulPlanInit = nullptr;
+  decltype(&cusparseLtMatmulPlanDestroy) MatmulPlanDestroy = nullptr;
+  decltype(&cusparseLtMatmul) Matmul = nullptr;
+  decltype(&cusparseLtMatmulSearch) MatmulSearch = nullptr;
+  decltype(&cusparseLtSpMMACompressedSize2) SpMMACompressedSize2 = nullptr;
+  decltype(&cusparseLtSpMMACompress2) SpMMACompress2 = nullptr;
+  int version = 0;
+};
+
+std::mutex& load_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::atomic<const Api*> g_api{nullptr};
+
+template <typename F>
+void resolve(void* lib, const char* name, F& fn, bool required, const std::string& from) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (!fn && required)
+    throw BackendUnavailable(concat("cuSPARSELt loaded from ", from, " lacks ", name,
+                                    " (sparsekern needs cuSPARSELt >= 0.6); ", kInstallHint));
+}
+
+const Api& api() {
+  const Api* a = g_api.load(std::memory_order_acquire);
+  if (!a) {
+    lt_load("");
+    a = g_api.load(std::memory_order_acquire);
+  }
+  return *a;
+}
+
+[[noreturn]] void throw_lt(cusparseStatus_t st, const char* call, const char* file, int line) {
+  const Api& a = api();
+  throw CudaError(concat("cuSPARSELt error ", a.GetErrorName(st), " (", a.GetErrorString(st), ") in ", call,
+                         " at ", file, ":", line));
+}
+
+#define SK_LT_TRY(call)                                                   \
+  do {                                                                    \
+    cusparseStatus_t sk_st_ = (call);                                     \
+    if (sk_st_ != CUSPARSE_STATUS_SUCCESS) throw_lt(sk_st_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+constexpr int kMaxDevices = 64;
+
+const cusparseLtHandle_t* lt_handle(int device) {
+  SK_EXPECTS(device >= 0 && device < kMaxDevices, "device index ", device, " out of range");
+  static std::mutex* mutex = new std::mutex();
+  static auto* handles = new std::array<cusparseLtHandle_t*, kMaxDevices>{};  // leaked, see the file comment
+  std::lock_guard<std::mutex> lock(*mutex);
+  cusparseLtHandle_t*& h = (*handles)[device];
+  if (!h) {
+    const Api& a = api();
+    auto fresh = std::make_unique<cusparseLtHandle_t>();
+    sparsekern::detail::DeviceGuard guard(device);  // a cuSPARSELt handle is tied to the current device
+    SK_LT_TRY(a.Init(fresh.get()));
+    h = fresh.release();
+  }
+  return h;
+}
+
+cudaDataType_t lt_type(DType t) { return t == DType::f16 ? CUDA_R_16F : CUDA_R_16BF; }
+
+// cuSPARSELt's documented minimum alignment of every operand, in bytes.
+constexpr std::uint32_t kAlignment = 16;
+
+}  // namespace
+
+void lt_load(const std::string& path) {
+  std::lock_guard<std::mutex> lock(load_mutex());
+  if (g_api.load()) return;
+  const std::string from = path.empty() ? std::string("libcusparseLt.so.0") : path;
+  void* lib = dlopen(from.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = dlerror();
+    throw BackendUnavailable(concat("cuSPARSELt could not be loaded from ", from, " (", err ? err : "unknown error",
+                                    "): ", kInstallHint));
+  }
+  auto a = std::make_unique<Api>();
+  try {
+    resolve(lib, "cusparseLtInit", a->Init, true, from);
+    resolve(lib, "cusparseLtGetProperty", a->GetProperty, true, from);
+    resolve(lib, "cusparseLtGetErrorName", a->GetErrorName, true, from);
+    resolve(lib, "cusparseLtGetErrorString", a->GetErrorString, true, from);
+    resolve(lib, "cusparseLtDenseDescriptorInit", a->DenseDescriptorInit, true, from);
+    resolve(lib, "cusparseLtStructuredDescriptorInit", a->StructuredDescriptorInit, true, from);
+    resolve(lib, "cusparseLtMatDescriptorDestroy", a->MatDescriptorDestroy, true, from);
+    resolve(lib, "cusparseLtMatmulDescriptorInit", a->MatmulDescriptorInit, true, from);
+    resolve(lib, "cusparseLtMatmulDescSetAttribute", a->MatmulDescSetAttribute, true, from);
+    resolve(lib, "cusparseLtMatmulAlgSelectionInit", a->MatmulAlgSelectionInit, true, from);
+    resolve(lib, "cusparseLtMatmulAlgSelectionDestroy", a->MatmulAlgSelectionDestroy, false, from);
+    resolve(lib, "cusparseLtMatmulAlgGetAttribute", a->MatmulAlgGetAttribute, true, from);
+    resolve(lib, "cusparseLtMatmulGetWorkspace", a->MatmulGetWorkspace, true, from);
+    resolve(lib, "cusparseLtMatmulPlanInit", a->MatmulPlanInit, true, from);
+    resolve(lib, "cusparseLtMatmulPlanDestroy", a->MatmulPlanDestroy, true, from);
+    resolve(lib, "cusparseLtMatmul", a->Matmul, true, from);
+    resolve(lib, "cusparseLtMatmulSearch", a->MatmulSearch, true, from);
+    resolve(lib, "cusparseLtSpMMACompressedSize2", a->SpMMACompressedSize2, true, from);
+    resolve(lib, "cusparseLtSpMMACompress2", a->SpMMACompress2, true, from);
+    int major = 0, minor = 0, patch = 0;
+    if (a->GetProperty(MAJOR_VERSION, &major) != CUSPARSE_STATUS_SUCCESS ||
+        a->GetProperty(MINOR_VERSION, &minor) != CUSPARSE_STATUS_SUCCESS ||
+        a->GetProperty(PATCH_LEVEL, &patch) != CUSPARSE_STATUS_SUCCESS)
+      throw BackendUnavailable(concat("cuSPARSELt loaded from ", from, " does not report its version; ", kInstallHint));
+    a->version = major * 10000 + minor * 100 + patch;
+    // 0.6 is the first release with the compute-type enum and the *2 compression API of our header.
+    if (a->version < 600)
+      throw BackendUnavailable(concat("cuSPARSELt ", major, ".", minor, ".", patch, " loaded from ", from,
+                                      " is too old (sparsekern needs >= 0.6); ", kInstallHint));
+  } catch (...) {
+    dlclose(lib);
+    throw;
+  }
+  g_api.store(a.release(), std::memory_order_release);  // never unloaded: plans may outlive any owner
+}
+
+int lt_version() {
+  const Api* a = g_api.load(std::memory_order_acquire);
+  return a ? a->version : 0;
+}
+
+CompressedSize lt_compressed_size(const WeightShape& w) {
+  sparsekern::detail::require_cuda_device(w.device.index);
+  const cusparseLtHandle_t* h = lt_handle(w.device.index);
+  const Api& a = api();
+  cusparseLtMatDescriptor_t desc;
+  SK_LT_TRY(a.StructuredDescriptorInit(h, &desc, w.rows, w.cols, w.cols, kAlignment, lt_type(w.dtype),
+                                       CUSPARSE_ORDER_ROW, CUSPARSELT_SPARSITY_50_PERCENT));
+  CompressedSize out;
+  const cusparseStatus_t st = a.SpMMACompressedSize2(h, &desc, &out.compressed_bytes, &out.buffer_bytes);
+  (void)a.MatDescriptorDestroy(&desc);
+  SK_LT_TRY(st);
+  return out;
+}
+
+void lt_compress(const WeightShape& w, const void* dense, void* compressed, Workspace buffer, Stream stream) {
+  const CompressedSize need = lt_compressed_size(w);
+  SK_EXPECTS(buffer.bytes >= need.buffer_bytes, "semi compress: `buffer` must hold ", need.buffer_bytes,
+             " bytes; got ", buffer.bytes);
+  sparsekern::detail::DeviceGuard guard(w.device.index);
+  const cusparseLtHandle_t* h = lt_handle(w.device.index);
+  const Api& a = api();
+  cusparseLtMatDescriptor_t desc;
+  SK_LT_TRY(a.StructuredDescriptorInit(h, &desc, w.rows, w.cols, w.cols, kAlignment, lt_type(w.dtype),
+                                       CUSPARSE_ORDER_ROW, CUSPARSELT_SPARSITY_50_PERCENT));
+  // isSparseA = 1, op = N: the layout the plans below use (W is the structured A operand).
+  const cusparseStatus_t st = a.SpMMACompress2(h, &desc, 1, CUSPARSE_OPERATION_NON_TRANSPOSE, dense, compressed,
+                                               buffer.bytes ? buffer.data : nullptr,
+                                               static_cast<cudaStream_t>(stream));
+  (void)a.MatDescriptorDestroy(&desc);
+  SK_LT_TRY(st);
+  atomic_counters().compressions.fetch_add(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans. Y (m×n, row-major) = X (m×k, row-major) · Wᵀ is computed as cuSPARSELt's
+//   D (n×m, column-major: the same memory as Y) = A (n×k, structured, row-major) · op(B),
+//   B = X described as the row-major m×k matrix it is, with op(B) = Bᵀ (k×m).
+// This is the layout of torch's cuSPARSELt linear (A sparse, "transpose_result"), whose
+// kernels cover every shape the dispatch admits.
+// ---------------------------------------------------------------------------------------------
+struct LtPlan {
+  int device = 0;
+  const cusparseLtHandle_t* handle = nullptr;
+  cusparseLtMatDescriptor_t a{}, b{}, c{};
+  bool have_a = false, have_b = false, have_c = false;
+  cusparseLtMatmulDescriptor_t matmul{};
+  cusparseLtMatmulAlgSelection_t selection{};
+  bool have_selection = false;
+  cusparseLtMatmulPlan_t plan{};
+  bool have_plan = false;
+  std::size_t workspace = 0;
+
+  ~LtPlan() {
+    const Api* api_ptr = g_api.load();
+    if (!api_ptr) return;
+    if (have_plan) (void)api_ptr->MatmulPlanDestroy(&plan);
+    if (have_selection && api_ptr->MatmulAlgSelectionDestroy) (void)api_ptr->MatmulAlgSelectionDestroy(&selection);
+    if (have_c) (void)api_ptr->MatDescriptorDestroy(&c);
+    if (have_b) (void)api_ptr->MatDescriptorDestroy(&b);
+    if (have_a) (void)api_ptr->MatDescriptorDestroy(&a);
+  }
+};
+
+LtPlan* lt_plan_create(const LinearParams& p) {
+  sparsekern::detail::require_cuda_device(p.device.index);
+  sparsekern::detail::DeviceGuard guard(p.device.index);
+  auto s = std::make_unique<LtPlan>();
+  s->device = p.device.index;
+  s->handle = lt_handle(p.device.index);
+  const Api& a = api();
+  const cudaDataType_t type = lt_type(p.dtype);
+  SK_LT_TRY(a.StructuredDescriptorInit(s->handle, &s->a, p.n, p.k, p.k, kAlignment, type, CUSPARSE_ORDER_ROW,
+                                       CUSPARSELT_SPARSITY_50_PERCENT));
+  s->have_a = true;
+  SK_LT_TRY(a.DenseDescriptorInit(s->handle, &s->b, p.m, p.k, p.k, kAlignment, type, CUSPARSE_ORDER_ROW));
+  s->have_b = true;
+  SK_LT_TRY(a.DenseDescriptorInit(s->handle, &s->c, p.n, p.m, p.n, kAlignment, type, CUSPARSE_ORDER_COL));
+  s->have_c = true;
+  SK_LT_TRY(a.MatmulDescriptorInit(s->handle, &s->matmul, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                   CUSPARSE_OPERATION_TRANSPOSE, &s->a, &s->b, &s->c, &s->c,
+                                   CUSPARSE_COMPUTE_32F));
+  if (p.bias) {
+    // The bias (one entry per row of D = per output feature) is fused into the epilogue; its
+    // pointer is bound here, at plan time, which is why a plan belongs to one bias tensor.
+    const void* bias = p.bias;
+    SK_LT_TRY(a.MatmulDescSetAttribute(s->handle, &s->matmul, CUSPARSELT_MATMUL_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  SK_LT_TRY(a.MatmulAlgSelectionInit(s->handle, &s->selection, &s->matmul, CUSPARSELT_MATMUL_ALG_DEFAULT));
+  s->have_selection = true;
+  SK_LT_TRY(a.MatmulPlanInit(s->handle, &s->plan, &s->matmul, &s->selection));
+  s->have_plan = true;
+  atomic_counters().plans_created.fetch_add(1);
+  SK_LT_TRY(a.MatmulGetWorkspace(s->handle, &s->plan, &s->workspace));
+  return s.release();
+}
+
+void lt_plan_destroy(LtPlan* plan) noexcept { delete plan; }
+
+std::size_t lt_plan_workspace_size(const LtPlan* plan) { return plan->workspace; }
+
+int lt_plan_algorithm_id(const LtPlan* plan) {
+  int id = 0;
+  SK_LT_TRY(api().MatmulAlgGetAttribute(plan->handle, &plan->selection, CUSPARSELT_MATMUL_ALG_CONFIG_ID, &id,
+                                        sizeof(id)));
+  return id;
+}
+
+void lt_plan_search(LtPlan* s, const LinearParams& p, Workspace workspace, Stream stream_ptr) {
+  sparsekern::detail::DeviceGuard guard(s->device);
+  const Api& a = api();
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  const float alpha = 1.f, beta = 0.f;
+  SK_LT_TRY(a.MatmulSearch(s->handle, &s->plan, &alpha, p.weight, p.x, &beta, p.y, p.y,
+                           workspace.bytes ? workspace.data : nullptr, &stream, 1));
+  atomic_counters().searches.fetch_add(1);
+  atomic_counters().runs.fetch_add(1);
+  // The search updated the plan in place; the configuration it kept may need a different
+  // workspace (split-K buffers), which the caller re-queries before the next run().
+  SK_LT_TRY(a.MatmulGetWorkspace(s->handle, &s->plan, &s->workspace));
+}
+
+void lt_plan_run(LtPlan* s, const LinearParams& p, Workspace workspace, Stream stream_ptr) {
+  sparsekern::detail::DeviceGuard guard(s->device);
+  const Api& a = api();
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  const float alpha = 1.f, beta = 0.f;
+  SK_LT_TRY(a.Matmul(s->handle, &s->plan, &alpha, p.weight, p.x, &beta, p.y, p.y,
+                     workspace.bytes ? workspace.data : nullptr, &stream, 1));
+  atomic_counters().runs.fetch_add(1);
+}
+
+}  // namespace sparsekern::semi::detail

@@ -1,0 +1,190 @@
+// Dispatch point of the semi family: argument validation (cuSPARSELt's shape, type and alignment
+// rules, checked here so a bad call is a clear exception instead of a cuSPARSELt status), then the
+// cuSPARSELt backend, which exists only in CUDA builds that found cusparseLt.h.
+#include <cstdint>
+
+#include "../common/check.h"
+#include "semi_internal.h"
+
+namespace sparsekern::semi {
+namespace detail {
+
+AtomicCounters& atomic_counters() {
+  static AtomicCounters* c = new AtomicCounters();  // leaked: may be read from atexit handlers
+  return *c;
+}
+
+}  // namespace detail
+
+namespace {
+
+using sparsekern::detail::concat;
+using sparsekern::detail::device_name;
+
+[[noreturn]] void unavailable(const char* what, Device device) {
+  if (device.type == DeviceType::cpu)
+    throw BackendUnavailable(concat(what, ": 2:4 products run on CUDA through cuSPARSELt; on the CPU "
+                                          "use a dense product with the masked weight"));
+  throw BackendUnavailable(concat(what, ": operands are on ", device_name(device),
+                                  " but sparsekern was built without cuSPARSELt support (cusparseLt.h "
+                                  "was not found at build time: pip install nvidia-cusparselt-cu13 and rebuild)"));
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+void check_type(DType t, const char* name) {
+  SK_EXPECTS_TYPE(t == DType::f16 || t == DType::bf16, "`", name,
+                  "` must be float16 or bfloat16 for cuSPARSELt's 2:4 kernels; got ", dtype_name(t));
+}
+
+void check_dim(const char* name, std::int64_t v, const char* what) {
+  SK_EXPECTS(v > 0 && v % 16 == 0, "`", name, "` ", what, " must be a positive multiple of 16 for cuSPARSELt; got ", v);
+}
+
+void validate(const WeightShape& w) {
+  check_type(w.dtype, "weight");
+  check_dim("weight", w.rows, "rows (out_features)");
+  check_dim("weight", w.cols, "columns (in_features)");
+}
+
+void validate(const LinearParams& p) {
+  check_type(p.dtype, "x");
+  check_dim("x", p.m, "rows");
+  check_dim("weight", p.n, "rows (out_features)");
+  check_dim("x", p.k, "columns (in_features)");
+  SK_EXPECTS(p.x && p.weight && p.y, "semi linear: `x`, `weight` and `y` must not be null");
+  SK_EXPECTS(aligned16(p.x), "`x` must be 16-byte aligned for cuSPARSELt");
+  SK_EXPECTS(aligned16(p.weight), "`weight` (compressed) must be 16-byte aligned for cuSPARSELt");
+  SK_EXPECTS(aligned16(p.y), "`y` must be 16-byte aligned for cuSPARSELt");
+  SK_EXPECTS(!p.bias || aligned16(p.bias), "`bias` must be 16-byte aligned for cuSPARSELt");
+  SK_EXPECTS(p.y != p.x && p.y != p.weight, "`y` must not alias `x` or `weight`");
+}
+
+}  // namespace
+
+bool built_with_cusparselt() { return SPARSEKERN_WITH_CUSPARSELT != 0; }
+
+void load_cusparselt(const std::string& path) {
+#if SPARSEKERN_WITH_CUSPARSELT
+  detail::lt_load(path);
+#else
+  (void)path;
+  unavailable("load_cusparselt", Device{DeviceType::cuda, 0});
+#endif
+}
+
+int cusparselt_version() {
+#if SPARSEKERN_WITH_CUSPARSELT
+  return detail::lt_version();
+#else
+  return 0;
+#endif
+}
+
+Counters counters() {
+  auto& c = detail::atomic_counters();
+  return Counters{c.plans_created.load(), c.searches.load(), c.compressions.load(), c.runs.load()};
+}
+
+CompressedSize compressed_size(const WeightShape& w) {
+  validate(w);
+#if SPARSEKERN_WITH_CUSPARSELT
+  if (w.device.type == DeviceType::cuda) return detail::lt_compressed_size(w);
+#endif
+  unavailable("semi compressed_size", w.device);
+}
+
+void compress(const WeightShape& w, const void* dense, void* compressed, Workspace buffer, Stream stream) {
+  validate(w);
+  SK_EXPECTS(dense && compressed, "semi compress: `dense` and `compressed` must not be null");
+  SK_EXPECTS(aligned16(dense) && aligned16(compressed), "semi compress: `dense` and `compressed` must be 16-byte aligned");
+#if SPARSEKERN_WITH_CUSPARSELT
+  if (w.device.type == DeviceType::cuda) {
+    detail::lt_compress(w, dense, compressed, buffer, stream);
+    return;
+  }
+#endif
+  (void)buffer;
+  (void)stream;
+  unavailable("semi compress", w.device);
+}
+
+struct LinearPlan::Impl {
+  LinearParams planned;
+  detail::LtPlan* plan = nullptr;
+  bool searched = false;
+};
+
+LinearPlan::LinearPlan(const LinearParams& p) : impl_(new Impl) {
+  validate(p);
+  impl_->planned = p;
+#if SPARSEKERN_WITH_CUSPARSELT
+  if (p.device.type == DeviceType::cuda) {
+    impl_->plan = detail::lt_plan_create(p);
+    return;
+  }
+#endif
+  unavailable("semi LinearPlan", p.device);
+}
+
+LinearPlan::~LinearPlan() {
+#if SPARSEKERN_WITH_CUSPARSELT
+  if (impl_ && impl_->plan) detail::lt_plan_destroy(impl_->plan);
+#endif
+}
+
+std::size_t LinearPlan::workspace_size() const {
+#if SPARSEKERN_WITH_CUSPARSELT
+  return detail::lt_plan_workspace_size(impl_->plan);
+#else
+  return 0;
+#endif
+}
+
+bool LinearPlan::searched() const { return impl_->searched; }
+
+int LinearPlan::algorithm_id() const {
+#if SPARSEKERN_WITH_CUSPARSELT
+  return detail::lt_plan_algorithm_id(impl_->plan);
+#else
+  return 0;
+#endif
+}
+
+namespace {
+
+void check_matches(const LinearParams& p, const LinearParams& planned, std::size_t ws_needed, Workspace ws) {
+  validate(p);
+  SK_EXPECTS(p.dtype == planned.dtype && p.device == planned.device && p.m == planned.m && p.n == planned.n &&
+                 p.k == planned.k,
+             "semi linear: parameters do not match the plan (planned ", dtype_name(planned.dtype), " ",
+             planned.m, "x", planned.k, " · (", planned.n, "x", planned.k, ")ᵀ on ", device_name(planned.device),
+             "; got ", dtype_name(p.dtype), " ", p.m, "x", p.k, " · (", p.n, "x", p.k, ")ᵀ on ",
+             device_name(p.device), ")");
+  SK_EXPECTS(p.bias == planned.bias, "semi linear: `bias` must be the pointer the plan was made with "
+                                     "(cuSPARSELt binds it at plan time); make a new plan for a new bias");
+  SK_EXPECTS(ws.bytes >= ws_needed, "semi linear: `workspace` must hold ", ws_needed, " bytes; got ", ws.bytes);
+}
+
+}  // namespace
+
+void LinearPlan::search(const LinearParams& p, Workspace workspace, Stream stream) {
+  check_matches(p, impl_->planned, workspace_size(), workspace);
+#if SPARSEKERN_WITH_CUSPARSELT
+  detail::lt_plan_search(impl_->plan, p, workspace, stream);
+  impl_->searched = true;
+#else
+  (void)stream;
+#endif
+}
+
+void LinearPlan::run(const LinearParams& p, Workspace workspace, Stream stream) {
+  check_matches(p, impl_->planned, workspace_size(), workspace);
+#if SPARSEKERN_WITH_CUSPARSELT
+  detail::lt_plan_run(impl_->plan, p, workspace, stream);
+#else
+  (void)stream;
+#endif
+}
+
+}  // namespace sparsekern::semi
