@@ -2,7 +2,9 @@
 /// @file sparsekern.h
 /// @brief Umbrella header: includes every public sparsekern header.
 
+#include <sparsekern/csr.h>
 #include <sparsekern/dense.h>
 #include <sparsekern/error.h>
 #include <sparsekern/handles.h>
+#include <sparsekern/semi.h>
 #include <sparsekern/types.h>

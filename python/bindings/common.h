@@ -38,5 +38,7 @@ inline MutableMatrixView mutable_view(const BatchedMatrix& m) {
 inline Stream as_stream(std::uintptr_t s) { return reinterpret_cast<Stream>(s); }
 
 void register_dense(nb::module_& m);
+void register_csr(nb::module_& m);   // csr.cpp: CSR SpMM / SDDMM plans
+void register_semi(nb::module_& m);  // semi.cpp: 2:4 semi-structured (cuSPARSELt)
 
 }  // namespace sparsekern::bindings

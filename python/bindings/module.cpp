@@ -75,4 +75,6 @@ NB_MODULE(_C, m) {
   m.def("live_handle_count", &handles::live_handle_count);
 
   bindings::register_dense(m);
+  bindings::register_csr(m);
+  bindings::register_semi(m);
 }

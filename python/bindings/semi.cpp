@@ -1,0 +1,115 @@
+// Bindings of the semi family (sparsekern/semi.h): cuSPARSELt loading, weight compression and the
+// LinearPlan class that Python caches per (compressed weight, input height, bias).
+#include <nanobind/stl/string.h>
+
+#include <sparsekern/semi.h>
+
+#include "common.h"
+
+namespace sparsekern::bindings {
+
+namespace {
+
+semi::WeightShape weight_shape_of(const AnyArray& w) {
+  if (w.ndim() != 2) throw InvalidArgument("`weight` must be 2-D (out_features, in_features)");
+  if (w.shape(1) > 1 && w.stride(1) != 1) throw InvalidArgument("`weight` must be row-major contiguous");
+  if (w.shape(0) > 1 && w.stride(0) != std::int64_t(w.shape(1)))
+    throw InvalidArgument("`weight` must be row-major contiguous");
+  semi::WeightShape s;
+  s.dtype = dtype_of(w, "weight");
+  s.device = device_of(w, "weight");
+  s.rows = std::int64_t(w.shape(0));
+  s.cols = std::int64_t(w.shape(1));
+  return s;
+}
+
+void check_contiguous_2d(const AnyArray& a, const char* name, std::int64_t rows, std::int64_t cols) {
+  if (a.ndim() != 2 || std::int64_t(a.shape(0)) != rows || std::int64_t(a.shape(1)) != cols)
+    throw InvalidArgument("`" + std::string(name) + "` must be " + std::to_string(rows) + "x" + std::to_string(cols));
+  if ((cols > 1 && a.stride(1) != 1) || (rows > 1 && a.stride(0) != cols))
+    throw InvalidArgument("`" + std::string(name) + "` must be row-major contiguous");
+}
+
+/// Y = X · Wᵀ + bias parameters: x (m×k), y (m×n) contiguous; compressed weight as a byte buffer.
+semi::LinearParams linear_params(const AnyArray& x, const AnyArray& compressed, std::int64_t n,
+                                 const nb::object& bias, const AnyArray& y) {
+  semi::LinearParams p;
+  if (x.ndim() != 2) throw InvalidArgument("`x` must be 2-D (m, in_features)");
+  p.dtype = dtype_of(x, "x");
+  p.device = device_of(x, "x");
+  p.m = std::int64_t(x.shape(0));
+  p.k = std::int64_t(x.shape(1));
+  p.n = n;
+  check_contiguous_2d(x, "x", p.m, p.k);
+  check_contiguous_2d(y, "y", p.m, p.n);
+  if (dtype_of(y, "y") != p.dtype) throw TypeMismatch("`y` must have the dtype of `x`");
+  if (device_of(y, "y") != p.device || device_of(compressed, "weight") != p.device)
+    throw InvalidArgument("`x`, `weight` and `y` must be on the same device");
+  p.x = x.data();
+  p.y = y.data();
+  p.weight = compressed.data();
+  if (!bias.is_none()) {
+    AnyArray b = nb::cast<AnyArray>(bias);
+    if (b.ndim() != 1 || std::int64_t(b.shape(0)) != n || (n > 1 && b.stride(0) != 1))
+      throw InvalidArgument("`bias` must be a contiguous vector of " + std::to_string(n) + " entries");
+    if (dtype_of(b, "bias") != p.dtype) throw TypeMismatch("`bias` must have the dtype of `x`");
+    if (device_of(b, "bias") != p.device) throw InvalidArgument("`bias` must be on the device of `x`");
+    p.bias = b.data();
+  }
+  return p;
+}
+
+}  // namespace
+
+void register_semi(nb::module_& m) {
+  m.def("semi_built_with_cusparselt", &semi::built_with_cusparselt,
+        "whether this build has the cuSPARSELt (2:4) backend");
+  m.def("semi_load_cusparselt", &semi::load_cusparselt, nb::arg("path") = "",
+        "dlopen libcusparseLt (a file path, or '' for the loader's search); raises naming the wheel to install");
+  m.def("semi_cusparselt_version", &semi::cusparselt_version);
+  m.def("semi_compressed_size", [](const AnyArray& w) {
+          const semi::CompressedSize s = semi::compressed_size(weight_shape_of(w));
+          return nb::make_tuple(s.compressed_bytes, s.buffer_bytes);
+        }, nb::arg("weight"), "(compressed bytes, compress buffer bytes) of a 2:4 weight");
+  m.def("semi_compress", [](const AnyArray& w, const AnyArray& compressed, const nb::object& buffer,
+                            std::uintptr_t stream) {
+          semi::compress(weight_shape_of(w), w.data(), compressed.data(), workspace_of(buffer), as_stream(stream));
+        }, nb::arg("weight"), nb::arg("compressed"), nb::arg("buffer") = nb::none(), nb::arg("stream") = 0,
+        "compress a pruned (2:4) row-major weight into `compressed` (bytes from semi_compressed_size)");
+  m.def("semi_counters", [] {
+    const semi::Counters c = semi::counters();
+    nb::dict d;
+    d["plans_created"] = c.plans_created;
+    d["searches"] = c.searches;
+    d["compressions"] = c.compressions;
+    d["runs"] = c.runs;
+    return d;
+  });
+
+  nb::class_<semi::LinearPlan>(m, "SemiLinearPlan", "a cuSPARSELt plan for y = x·Wᵀ + bias (one m, n, k, bias)")
+      .def("__init__",
+           [](semi::LinearPlan* self, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
+              const nb::object& bias, const AnyArray& y) {
+             new (self) semi::LinearPlan(linear_params(x, compressed, n, bias, y));
+           },
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"))
+      .def_prop_ro("workspace_size", &semi::LinearPlan::workspace_size)
+      .def_prop_ro("searched", &semi::LinearPlan::searched)
+      .def_prop_ro("algorithm_id", &semi::LinearPlan::algorithm_id)
+      .def("search",
+           [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
+              const nb::object& bias, const AnyArray& y, const nb::object& workspace, std::uintptr_t stream) {
+             plan.search(linear_params(x, compressed, n, bias, y), workspace_of(workspace), as_stream(stream));
+           },
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"),
+           nb::arg("workspace") = nb::none(), nb::arg("stream") = 0)
+      .def("run",
+           [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
+              const nb::object& bias, const AnyArray& y, const nb::object& workspace, std::uintptr_t stream) {
+             plan.run(linear_params(x, compressed, n, bias, y), workspace_of(workspace), as_stream(stream));
+           },
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"),
+           nb::arg("workspace") = nb::none(), nb::arg("stream") = 0);
+}
+
+}  // namespace sparsekern::bindings
