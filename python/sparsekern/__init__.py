@@ -10,11 +10,15 @@ import atexit as _atexit
 import torch as _torch  # noqa: F401  (loads the CUDA libraries torch ships before ours)
 
 from . import _C, compat, integrations
+from .csr import CSRMatrix, SparseLinear, csr_clear_cache, csr_matmul, csr_plan_stats, csr_sddmm
 from .dense import matmul, matmul_transb
+from .semi import SemiStructuredLinear, prune_2to4, semi_plan_stats
 
 __version__ = _C.version()
 
-__all__ = ["matmul", "matmul_transb", "built_with_cuda", "cuda_available", "__version__"]
+__all__ = ["matmul", "matmul_transb", "built_with_cuda", "cuda_available", "__version__",
+           "CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache",
+           "SemiStructuredLinear", "prune_2to4", "semi_plan_stats"]
 
 
 def built_with_cuda() -> bool:
@@ -28,8 +32,10 @@ def cuda_available() -> bool:
 
 
 def _release_at_exit() -> None:
-    from . import _core
+    from . import _core, semi
 
+    csr_clear_cache()  # plans hold cuSPARSE / cuSPARSELt state: release it before the handles
+    semi._clear()
     _core.release_workspaces()
     _C.destroy_handles()
 
