@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import torch
 
-FAMILIES = ["dense"]
+FAMILIES = ["dense", "csr", "semi"]
 
 
 @dataclasses.dataclass

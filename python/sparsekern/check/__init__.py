@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-FAMILIES = ["dense"]
+FAMILIES = ["dense", "csr", "semi"]
 
 
 def best_device() -> torch.device:
