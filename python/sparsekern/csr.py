@@ -345,14 +345,25 @@ def _sddmm_into(crow, col, rows, cols, x, y, out_values) -> None:
                                    as_dlpack(out_values))
             entry = (plan, _workspace(plan.workspace_size, out_values.device))
         except RuntimeError as e:
-            if "not supported by cuSPARSE" not in str(e) or out_values.dtype not in (torch.float16, torch.bfloat16):
+            if "not supported by cuSPARSE" not in str(e):
                 raise
-            entry = ("fp32", None)  # this cuSPARSE has no half-precision SDDMM: compute in fp32
+            # Fallbacks, each planned once: row-major copies of the operands (some cuSPARSE
+            # versions take fewer layout combinations), then fp32 for the half types (some
+            # versions have no half-precision SDDMM).
+            if not (x.is_contiguous() and y.is_contiguous()):
+                entry = ("contiguous", None)
+            elif out_values.dtype in (torch.float16, torch.bfloat16):
+                entry = ("fp32", None)
+            else:
+                raise
         pattern.plans[key] = entry
     else:
         _stats["plan_cache_hits"] += 1
     plan, ws = entry
-    if plan == "fp32":
+    if isinstance(plan, str) and plan == "contiguous":
+        _sddmm_into(crow, col, rows, cols, x.contiguous(), y.contiguous(), out_values)
+        return
+    if isinstance(plan, str):  # "fp32"
         out32 = torch.empty(out_values.shape, dtype=torch.float32, device=out_values.device)
         _sddmm_into(crow, col, rows, cols, x.float(), y.float(), out32)
         out_values.copy_(out32)

@@ -354,3 +354,37 @@ def test_opcheck():
                           test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
     torch.library.opcheck(skcsr._csr_sddmm_op, (a.crow_indices, a.col_indices, 6, 5, r64(6, 2), r64(2, 5)),
                           test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+
+
+def test_sddmm_fallbacks(monkeypatch):
+    """The fallbacks taken when a cuSPARSE build rejects a layout or a half type (simulated on the
+    CPU): row-major copies first, then fp32; each decided once per plan key."""
+    import types
+
+    real = skcsr._C
+    made = []
+
+    def picky_plan(crow, col, rows, cols, x, y, out):
+        xt, yt = torch.from_dlpack(x), torch.from_dlpack(y)
+        made.append((xt.is_contiguous(), yt.is_contiguous(), xt.dtype))
+        if not (xt.is_contiguous() and yt.is_contiguous()) or xt.dtype in (torch.float16, torch.bfloat16):
+            raise RuntimeError("csr sddmm: this problem is not supported by cuSPARSE (simulated)")
+        cap = torch.utils.dlpack.to_dlpack  # from_dlpack consumed the capsules
+        return real.CsrSddmmPlan(crow, col, rows, cols, cap(xt), cap(yt), out)
+
+    shim = types.SimpleNamespace(CsrSddmmPlan=picky_plan, CsrSpmmPlan=real.CsrSpmmPlan,
+                                 csr_plan_counters=real.csr_plan_counters)
+    monkeypatch.setattr(skcsr, "_C", shim)
+    skcsr.csr_clear_cache()
+    a, a64 = make_csr(17, 13, 0.3)
+    for dtype in (torch.float16, torch.float32):
+        x = randn(5, 17, dtype=dtype).mT  # column-major: rejected by the simulated cuSPARSE
+        y = randn(5, 13, dtype=dtype)
+        for _ in range(2):
+            out = sk.csr_sddmm(x, y, a)
+            ref = (x.double() @ y.double())[a64 != 0]
+            assert out.values.dtype == dtype and rel_error(out.values, ref) <= tolerance(dtype)
+    # fp16: strided (rejected), contiguous (rejected), fp32 contiguous (accepted); fp32: strided
+    # (rejected), then the contiguous fp32 plan made above is reused. Second calls plan nothing.
+    assert [m[2] for m in made] == [torch.float16, torch.float16, torch.float32, torch.float32]
+    skcsr.csr_clear_cache()
