@@ -49,7 +49,8 @@ enum class SpmmAlgorithm : int { automatic = 0, csr_alg1 = 1, csr_alg2 = 2, csr_
 /// op(A) = A or Aᵀ; with op(A) m×k, B[b] is k×n and C[b] is m×n (strided views, strides in
 /// elements; a batch stride of 0 in B broadcasts one B over the batch). A is shared by the batch.
 /// On CUDA, B and C each need a unit stride along one dim (row- or column-major, any leading
-/// dimension) and 16-byte aligned data; the CPU takes any strides. Accumulation is fp32 for
+/// dimension); the CPU takes any strides. (The Python layer also hands cuSPARSE 16-byte aligned
+/// base pointers, copying the rare misaligned view, so vectorised kernels are always eligible.) Accumulation is fp32 for
 /// f16/bf16/f32 and fp64 for f64. beta = 0 makes C write-only (NaN in C is never read).
 struct SpmmParams {
   DType dtype = DType::f32;
@@ -66,7 +67,7 @@ struct SpmmParams {
 /// Parameters of values(C) = alpha · Σ_b (X[b] · Y[b]) ∘ spy(C) + beta · values(C): the products of
 /// the dense X[b] (m×t) and Y[b] (t×n) sampled at the stored entries of the m×n CSR `pattern`
 /// and summed over the batch (the sum is what the gradient of a batched SpMM needs). X and Y
-/// are strided views (on CUDA with a unit stride along one dim and 16-byte aligned data).
+/// are strided views (on CUDA with a unit stride along one dim).
 /// `pattern.values` is ignored; the result goes to `out_values` (nnz entries of `dtype`).
 struct SddmmParams {
   DType dtype = DType::f32;

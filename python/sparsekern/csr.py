@@ -113,7 +113,9 @@ def _check_sddmm(crow, col, rows, cols, x, y):
 # --------------------------------------------------------------------------------------------
 # Pattern registry: structure check once per pattern, plans and workspaces per pattern
 # --------------------------------------------------------------------------------------------
-_MAX_PATTERNS = 64  # patterns whose index tensors (and plans) stay cached; LRU beyond that
+# Patterns whose index tensors, plans and workspaces stay cached (LRU beyond): bounded so that a
+# stream of one-off patterns cannot pin device memory; 64 covers every layer of typical models.
+_MAX_PATTERNS = 64
 _lock = threading.Lock()
 _patterns: "collections.OrderedDict[tuple, _Pattern]" = collections.OrderedDict()
 _stats = collections.Counter()
@@ -493,10 +495,13 @@ class CSRMatrix:
         rows, cols = int(shape[0]), int(shape[1])
         _check_pattern(crow_indices, col_indices, rows, cols)
         _check_values(values, col_indices)
-        self.crow_indices, self.col_indices, self.values = crow_indices, col_indices, values
+        # Contiguous indices once here: the plan cache recognises a pattern by its index tensors,
+        # and a per-call .contiguous() copy of a strided view would be a new pattern every call.
+        self.crow_indices, self.col_indices = crow_indices.contiguous(), col_indices.contiguous()
+        self.values = values
         self.shape = torch.Size((rows, cols))
         if validate:
-            _pattern(crow_indices.contiguous(), col_indices.contiguous(), rows, cols)
+            _pattern(self.crow_indices, self.col_indices, rows, cols)
 
     @classmethod
     def from_dense(cls, dense: torch.Tensor, *, index_dtype: torch.dtype = torch.int64) -> "CSRMatrix":

@@ -24,7 +24,8 @@ void sddmm_typed(const SddmmParams& p) {
   const std::int64_t xcs = p.x.col_stride, yrs = p.y.row_stride;
   const std::int64_t work = p.pattern.nnz * t * p.batch;
 #if defined(_OPENMP)
-  // Rows hold very different numbers of entries, hence small dynamic chunks.
+  // Rows hold very different numbers of entries, hence small dynamic chunks; below ~32k
+  // multiply-adds the threads' start-up costs more than the work itself.
 #pragma omp parallel for schedule(dynamic, 16) if (work > (1 << 15))
 #endif
   for (std::int64_t i = 0; i < m; ++i) {

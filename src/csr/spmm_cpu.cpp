@@ -67,6 +67,7 @@ void spmm_typed(const SpmmParams& p) {
     T* C = static_cast<T*>(p.c.data) + bi * p.c.batch_stride;
     const std::int64_t work = p.a.nnz * n;
 #if defined(_OPENMP)
+    // Below ~32k multiply-adds the threads' start-up costs more than the work itself.
 #pragma omp parallel if (work > (1 << 15))
 #endif
     {
