@@ -129,12 +129,27 @@ class _Pattern:
     """A validated sparsity pattern: its index tensors (kept alive, so the cache key's data
     pointers cannot be reused), the int32 copies cuSPARSE gets, and the plans made for it."""
 
-    __slots__ = ("crow", "col", "rows", "cols", "plans", "_device_indices")
+    __slots__ = ("crow", "col", "rows", "cols", "plans", "_device_indices", "_transposed")
 
     def __init__(self, crow, col, rows, cols):
         self.crow, self.col, self.rows, self.cols = crow, col, rows, cols
         self.plans: dict = {}
         self._device_indices = None
+        self._transposed = None
+
+    def transposed(self):
+        """(crow, col, perm) of Aᵀ in CSR (made once, on the pattern's device): values of Aᵀ are
+        values[perm]. Stable sort by column keeps rows sorted within each column of A."""
+        if self._transposed is None:
+            crow, col = self.indices()
+            nnz = col.numel()
+            c, j = crow.long(), col.long()
+            row_of = torch.repeat_interleave(torch.arange(self.rows, device=c.device), c.diff(), output_size=nnz)
+            perm = torch.sort(j, stable=True).indices
+            crow_t = torch.zeros(self.cols + 1, dtype=torch.int64, device=c.device)
+            crow_t[1:] = torch.cumsum(torch.bincount(j, minlength=self.cols), 0)
+            self._transposed = (crow_t.to(crow.dtype), row_of[perm].to(crow.dtype).contiguous(), perm)
+        return self._transposed
 
     def indices(self):
         """Index tensors for the backend. On CUDA, int64 patterns that fit get int32 copies
@@ -196,7 +211,7 @@ def _validate_structure(crow, col, rows, cols) -> None:
             _raise_structure(crow, col, rows, cols)
 
 
-def _pattern(crow, col, rows: int, cols: int) -> _Pattern:
+def _pattern(crow, col, rows: int, cols: int, *, trusted: bool = False) -> _Pattern:
     key = (crow.device, crow.dtype, crow.data_ptr(), col.data_ptr(), crow._version, col._version,
            rows, cols, col.numel())
     with _lock:
@@ -204,7 +219,8 @@ def _pattern(crow, col, rows: int, cols: int) -> _Pattern:
         if p is not None:
             _patterns.move_to_end(key)
             return p
-    _validate_structure(crow, col, rows, cols)
+    if not trusted:  # trusted: built by this module (a transpose), valid by construction
+        _validate_structure(crow, col, rows, cols)
     p = _Pattern(crow, col, rows, cols)
     with _lock:
         _patterns[key] = p
@@ -273,13 +289,24 @@ def _time_plan(run, device) -> float:
     return sorted(s.elapsed_time(e) for s, e in times)[1]
 
 
-def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool) -> None:
+# Aᵀ·B on CUDA multiplies by an explicit transpose of A (its indices built once per pattern,
+# the values gathered per call) instead of cuSPARSE's opA = T: the transposed-A algorithms
+# accumulate with atomics (slower, and not deterministic) and take fewer layouts. The C++ CPU
+# kernel transposes itself. Tests set this to True to run the gather path on the CPU.
+_EXPLICIT_TRANSPOSE_ON_CPU = False
+
+
+def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool, *, trusted: bool = False) -> None:
     """out ← op(A)·b (2-D or 3-D b/out) through the cached plan of this pattern and shape."""
-    pattern = _pattern(crow, col, rows, cols)
+    pattern = _pattern(crow, col, rows, cols, trusted=trusted)
     if out.numel() == 0:
         return
-    ci, cj = pattern.indices()
     values = _vector_ready(values)
+    if transpose_a and (values.device.type == "cuda" or _EXPLICIT_TRANSPOSE_ON_CPU):
+        crow_t, col_t, perm = pattern.transposed()
+        _spmm_into(crow_t, col_t, values.index_select(0, perm), cols, rows, b, out, False, trusted=True)
+        return
+    ci, cj = pattern.indices()
     stream = stream_of(values)
     key = ("mm", values.dtype, transpose_a, tuple(b.shape), b.stride(), tuple(out.shape), out.stride(), stream)
 

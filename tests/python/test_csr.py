@@ -388,3 +388,26 @@ def test_sddmm_fallbacks(monkeypatch):
     # (rejected), then the contiguous fp32 plan made above is reused. Second calls plan nothing.
     assert [m[2] for m in made] == [torch.float16, torch.float16, torch.float32, torch.float32]
     skcsr.csr_clear_cache()
+
+
+def test_explicit_transpose_path(monkeypatch):
+    """The CUDA route for Aᵀ·B (explicit transpose, values gathered) run on the CPU: forward of
+    the transposed product, gradients, and a pattern with empty rows and empty columns."""
+    monkeypatch.setattr(skcsr, "_EXPLICIT_TRANSPOSE_ON_CPU", True)
+    dense = r64(9, 7)
+    dense[dense.abs() < 0.6] = 0
+    dense[3] = 0
+    dense[:, 2] = 0
+    a = sk.CSRMatrix.from_dense(dense)
+    g = r64(9, 5)
+    out = skcsr._csr_mm_op(a.crow_indices, a.col_indices, a.values, 9, 7, g, True, False)
+    assert rel_error(out, dense.mT @ g) <= tolerance(torch.float64)
+    values = a.values.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda v, bb: sk.csr_matmul(a.with_values(v), bb),
+                                    (values, r64(7, 4).requires_grad_()))
+    lin = sk.SparseLinear.from_dense(torch.nn.Linear(12, 6, dtype=torch.float64), 0.3)
+    x = r64(4, 12).requires_grad_()
+    lin(x).sum().backward()
+    ref_x = x.detach().requires_grad_()
+    torch.nn.functional.linear(ref_x, lin.weight.to_dense(), lin.bias).sum().backward()
+    assert rel_error(x.grad, ref_x.grad) <= tolerance(torch.float64)
