@@ -117,6 +117,11 @@ csr::SddmmParams sddmm_params(const AnyArray& crow, const AnyArray& col, std::in
   return p;
 }
 
+/// A raw device (or host) scratch buffer owned by the caller, e.g. a torch uint8 tensor's data_ptr.
+Workspace workspace_of(std::uintptr_t ptr, std::size_t bytes) {
+  return Workspace{reinterpret_cast<void*>(ptr), bytes};
+}
+
 const char* algorithm_name(csr::SpmmAlgorithm a) {
   switch (a) {
     case csr::SpmmAlgorithm::csr_alg1: return "csr_alg1";
@@ -148,14 +153,15 @@ void register_csr(nb::module_& m) {
       .def("run",
            [](csr::SpmmPlan& plan, const AnyArray& crow, const AnyArray& col, const AnyArray& values,
               std::int64_t rows, std::int64_t cols, const AnyArray& b, const AnyArray& out,
-              bool transpose_a, double alpha, double beta, const nb::object& workspace,
-              std::uintptr_t stream) {
+              bool transpose_a, double alpha, double beta, std::uintptr_t workspace_ptr,
+              std::size_t workspace_bytes, std::uintptr_t stream) {
              plan.run(spmm_params(crow, col, values, rows, cols, b, out, transpose_a, alpha, beta),
-                      workspace_of(workspace), as_stream(stream));
+                      workspace_of(workspace_ptr, workspace_bytes), as_stream(stream));
            },
            nb::arg("crow_indices"), nb::arg("col_indices"), nb::arg("values"), nb::arg("rows"),
            nb::arg("cols"), nb::arg("b"), nb::arg("out"), nb::arg("transpose_a"), nb::arg("alpha") = 1.0,
-           nb::arg("beta") = 0.0, nb::arg("workspace") = nb::none(), nb::arg("stream") = 0,
+           nb::arg("beta") = 0.0, nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0,
+           nb::arg("stream") = 0,
            "out ← alpha·op(A)·b + beta·out with the planned descriptors");
 
   nb::class_<csr::SddmmPlan>(m, "CsrSddmmPlan", "A planned CSR SDDMM")
@@ -171,13 +177,15 @@ void register_csr(nb::module_& m) {
       .def("run",
            [](csr::SddmmPlan& plan, const AnyArray& crow, const AnyArray& col, std::int64_t rows,
               std::int64_t cols, const AnyArray& x, const AnyArray& y, const AnyArray& out_values,
-              double alpha, double beta, const nb::object& workspace, std::uintptr_t stream) {
+              double alpha, double beta, std::uintptr_t workspace_ptr, std::size_t workspace_bytes,
+              std::uintptr_t stream) {
              plan.run(sddmm_params(crow, col, rows, cols, x, y, out_values, alpha, beta),
-                      workspace_of(workspace), as_stream(stream));
+                      workspace_of(workspace_ptr, workspace_bytes), as_stream(stream));
            },
            nb::arg("crow_indices"), nb::arg("col_indices"), nb::arg("rows"), nb::arg("cols"),
            nb::arg("x"), nb::arg("y"), nb::arg("out_values"), nb::arg("alpha") = 1.0,
-           nb::arg("beta") = 0.0, nb::arg("workspace") = nb::none(), nb::arg("stream") = 0,
+           nb::arg("beta") = 0.0, nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0,
+           nb::arg("stream") = 0,
            "out_values ← alpha·Σ_b (x_b·y_b)∘spy(pattern) + beta·out_values");
 
   m.def("csr_plan_counters", [] {

@@ -71,10 +71,12 @@ void register_semi(nb::module_& m) {
           const semi::CompressedSize s = semi::compressed_size(weight_shape_of(w));
           return nb::make_tuple(s.compressed_bytes, s.buffer_bytes);
         }, nb::arg("weight"), "(compressed bytes, compress buffer bytes) of a 2:4 weight");
-  m.def("semi_compress", [](const AnyArray& w, const AnyArray& compressed, const nb::object& buffer,
-                            std::uintptr_t stream) {
-          semi::compress(weight_shape_of(w), w.data(), compressed.data(), workspace_of(buffer), as_stream(stream));
-        }, nb::arg("weight"), nb::arg("compressed"), nb::arg("buffer") = nb::none(), nb::arg("stream") = 0,
+  m.def("semi_compress", [](const AnyArray& w, const AnyArray& compressed, std::uintptr_t buffer_ptr,
+                            std::size_t buffer_bytes, std::uintptr_t stream) {
+          semi::compress(weight_shape_of(w), w.data(), compressed.data(),
+                         Workspace{reinterpret_cast<void*>(buffer_ptr), buffer_bytes}, as_stream(stream));
+        }, nb::arg("weight"), nb::arg("compressed"), nb::arg("buffer_ptr") = 0, nb::arg("buffer_bytes") = 0,
+        nb::arg("stream") = 0,
         "compress a pruned (2:4) row-major weight into `compressed` (bytes from semi_compressed_size)");
   m.def("semi_counters", [] {
     const semi::Counters c = semi::counters();
@@ -98,18 +100,22 @@ void register_semi(nb::module_& m) {
       .def_prop_ro("algorithm_id", &semi::LinearPlan::algorithm_id)
       .def("search",
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
-              const nb::object& bias, const AnyArray& y, const nb::object& workspace, std::uintptr_t stream) {
-             plan.search(linear_params(x, compressed, n, bias, y), workspace_of(workspace), as_stream(stream));
+              const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
+              std::size_t workspace_bytes, std::uintptr_t stream) {
+             plan.search(linear_params(x, compressed, n, bias, y),
+                       Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"),
-           nb::arg("workspace") = nb::none(), nb::arg("stream") = 0)
+           nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0)
       .def("run",
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
-              const nb::object& bias, const AnyArray& y, const nb::object& workspace, std::uintptr_t stream) {
-             plan.run(linear_params(x, compressed, n, bias, y), workspace_of(workspace), as_stream(stream));
+              const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
+              std::size_t workspace_bytes, std::uintptr_t stream) {
+             plan.run(linear_params(x, compressed, n, bias, y),
+                       Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"),
-           nb::arg("workspace") = nb::none(), nb::arg("stream") = 0);
+           nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0);
 }
 
 }  // namespace sparsekern::bindings

@@ -321,11 +321,12 @@ def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool, *, trus
     else:
         _stats["plan_cache_hits"] += 1
     plan, ws = entry
-    plan.run(*args(), 1.0, 0.0, _ws_arg(ws), stream)
+    plan.run(*args(), 1.0, 0.0, *_ws_arg(ws), stream)
 
 
 def _ws_arg(ws):
-    return as_dlpack(ws) if ws is not None else None
+    """(pointer, bytes) of a workspace tensor, (0, 0) for none."""
+    return (ws.data_ptr(), ws.numel()) if ws is not None else (0, 0)
 
 
 def _make_spmm_plan(args, device, stream):
@@ -350,7 +351,7 @@ def _make_spmm_plan(args, device, stream):
     for cand in candidates:
         p, ws = cand
         try:
-            ms = _time_plan(lambda: p.run(*args(), 1.0, 0.0, _ws_arg(ws), stream), device)
+            ms = _time_plan(lambda: p.run(*args(), 1.0, 0.0, *_ws_arg(ws), stream), device)
         except RuntimeError:
             continue
         if ms < best_ms:
@@ -398,7 +399,7 @@ def _sddmm_into(crow, col, rows, cols, x, y, out_values) -> None:
         out_values.copy_(out32)
         return
     plan.run(as_dlpack(ci), as_dlpack(cj), rows, cols, as_dlpack(x), as_dlpack(y), as_dlpack(out_values),
-             1.0, 0.0, _ws_arg(ws), stream)
+             1.0, 0.0, *_ws_arg(ws), stream)
 
 
 # --------------------------------------------------------------------------------------------

@@ -150,8 +150,7 @@ def _compressed_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_p
     nbytes, buffer_bytes = _C.semi_compressed_size(as_dlpack(dense))
     data = torch.empty(nbytes, dtype=torch.uint8, device=weight.device)
     buffer = torch.empty(buffer_bytes, dtype=torch.uint8, device=weight.device) if buffer_bytes else None
-    _C.semi_compress(as_dlpack(dense), as_dlpack(data), as_dlpack(buffer) if buffer is not None else None,
-                    stream_of(weight))
+    _C.semi_compress(as_dlpack(dense), as_dlpack(data), *_ws(buffer), stream_of(weight))
     ident = id(weight)
     with _lock:
         fresh = entry is None or entry.ref() is not weight
@@ -192,7 +191,7 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
     if entry is None:
         plan = _C.SemiLinearPlan(*args())
         ws = _alloc(plan.workspace_size, x2.device)
-        plan.search(*args(), _dl(ws), stream)  # once per shape: keeps the fastest config
+        plan.search(*args(), *_ws(ws), stream)  # once per shape: keeps the fastest config
         if plan.workspace_size > (ws.numel() if ws is not None else 0):
             ws = _alloc(plan.workspace_size, x2.device)
         entry = [plan, ws]
@@ -203,7 +202,7 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
     else:
         _stats["plan_cache_hits"] += 1
     plan, ws = entry
-    plan.run(*args(), _dl(ws), stream)
+    plan.run(*args(), *_ws(ws), stream)
     if (m_pad, n_pad) != (m, out_f):
         y = y[:m, :out_f].contiguous()
     if bias is not None and not fused:
@@ -213,6 +212,11 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
 
 def _dl(t):
     return as_dlpack(t) if t is not None else None
+
+
+def _ws(t):
+    """(pointer, bytes) of a scratch tensor, (0, 0) for none."""
+    return (t.data_ptr(), t.numel()) if t is not None else (0, 0)
 
 
 def _clear() -> None:

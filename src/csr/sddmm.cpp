@@ -71,16 +71,18 @@ void SddmmPlan::run(const SddmmParams& p, Workspace workspace, Stream stream) {
   validate(p);
   SK_EXPECTS(same_shape(p, impl_->planned),
              "sddmm: parameters do not match the plan (shape, strides, nnz, dtype or device changed)");
-  ++impl_->runs;
-  detail::counters().runs.fetch_add(1);
   if (p.device.type == DeviceType::cpu) {
     detail::check_structure("pattern", p.pattern);
+    ++impl_->runs;
+    detail::counters().runs.fetch_add(1);
     detail::sddmm_cpu(p);
     return;
   }
 #if SPARSEKERN_WITH_CUDA
   SK_EXPECTS(workspace.bytes >= workspace_size(), "sddmm: `workspace` must hold ", workspace_size(),
              " bytes; got ", workspace.bytes);
+  ++impl_->runs;
+  detail::counters().runs.fetch_add(1);
   detail::sddmm_cuda_run(impl_->cuda, p, workspace, stream);
 #else
   (void)workspace;

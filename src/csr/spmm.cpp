@@ -142,16 +142,18 @@ void SpmmPlan::run(const SpmmParams& p, Workspace workspace, Stream stream) {
   validate(p);
   SK_EXPECTS(same_shape(p, impl_->planned), "spmm: parameters do not match the plan: planned ",
              describe(impl_->planned), "; got ", describe(p));
-  ++impl_->runs;
-  detail::counters().runs.fetch_add(1);
   if (p.device.type == DeviceType::cpu) {
     detail::check_structure("a", p.a);
+    ++impl_->runs;
+    detail::counters().runs.fetch_add(1);
     detail::spmm_cpu(p);
     return;
   }
 #if SPARSEKERN_WITH_CUDA
   SK_EXPECTS(workspace.bytes >= workspace_size(), "spmm: `workspace` must hold ", workspace_size(),
              " bytes; got ", workspace.bytes);
+  ++impl_->runs;
+  detail::counters().runs.fetch_add(1);
   detail::spmm_cuda_run(impl_->cuda, p, workspace, stream);
 #else
   (void)workspace;
