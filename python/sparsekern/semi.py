@@ -5,7 +5,9 @@ dim, the pattern Ampere and Hopper sparse tensor cores multiply at up to twice t
 CUDA (float16 / bfloat16) the forward product runs through cuSPARSELt: the masked weight is
 compressed once per weight version (an optimizer step makes a new version, so training
 recompresses after each step), and one cuSPARSELt plan per (input height, shape, bias) is made,
-searched once (``cusparseLtMatmulSearch`` keeps the fastest kernel configuration) and reused.
+searched once (``cusparseLtMatmulSearch`` keeps the fastest kernel configuration;
+``SPARSEKERN_SEMI_SEARCH=0`` skips it) and reused. The search times kernels, so warm up before
+capturing a CUDA graph.
 cuSPARSELt is loaded at run time from the ``nvidia-cusparselt-cu13`` wheel (or
 ``SPARSEKERN_CUSPARSELT_PATH``); without it the CUDA path raises an error naming that package.
 
@@ -122,6 +124,12 @@ def semi_plan_stats() -> dict:
     return out
 
 
+def _search_enabled() -> bool:
+    """SPARSEKERN_SEMI_SEARCH=0 keeps cuSPARSELt's default kernel instead of timing them all (for
+    runs under compute-sanitizer, where the search is slow, or to rule the search out)."""
+    return os.environ.get("SPARSEKERN_SEMI_SEARCH", "1") not in ("0", "false", "False", "")
+
+
 def _round_up(v: int, to: int) -> int:
     return (v + to - 1) // to * to
 
@@ -191,9 +199,10 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
     if entry is None:
         plan = _C.SemiLinearPlan(*args())
         ws = _alloc(plan.workspace_size, x2.device)
-        plan.search(*args(), *_ws(ws), stream)  # once per shape: keeps the fastest config
-        if plan.workspace_size > (ws.numel() if ws is not None else 0):
-            ws = _alloc(plan.workspace_size, x2.device)
+        if _search_enabled():
+            plan.search(*args(), *_ws(ws), stream)  # once per shape: keeps the fastest config
+            if plan.workspace_size > (ws.numel() if ws is not None else 0):
+                ws = _alloc(plan.workspace_size, x2.device)
         entry = [plan, ws]
         with _lock:
             _plans[key] = entry

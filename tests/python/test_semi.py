@@ -118,7 +118,7 @@ def test_semi_cuda_uses_cusparselt_and_caches():
         for _ in range(4):
             y = layer(x)
         after = sk.semi_plan_stats()
-    assert before["searches"] >= 1 and before["compressions"] >= 1
+    assert before["compressions"] >= 1 and before["plans_created"] >= 1
     for key in ("plans_created", "searches", "compressions", "workspace_allocations", "weight_cache_misses"):
         assert after[key] == before[key], key
     assert after["runs"] == before["runs"] + 4
