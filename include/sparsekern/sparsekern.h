@@ -7,4 +7,5 @@
 #include <sparsekern/error.h>
 #include <sparsekern/handles.h>
 #include <sparsekern/semi.h>
+#include <sparsekern/inplace.h>
 #include <sparsekern/types.h>
