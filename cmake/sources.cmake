@@ -55,3 +55,17 @@ if(SPARSEKERN_WITH_CUDA)
 endif()
 target_compile_definitions(sparsekern PRIVATE
   SPARSEKERN_WITH_CUSPARSELT=$<BOOL:${SPARSEKERN_WITH_CUSPARSELT}>)
+
+# inplace: row-wise in-place ops (softmax, softmax backward, layer_norm, rms_norm) and the panelled
+# in-place square product.
+target_sources(sparsekern PRIVATE
+  src/inplace/rows.cpp
+  src/inplace/rows_cpu.cpp
+  src/inplace/square_matmul.cpp
+  src/inplace/square_matmul_cpu.cpp)
+if(SPARSEKERN_WITH_CUDA)
+  target_sources(sparsekern PRIVATE
+    src/inplace/softmax_cuda.cu
+    src/inplace/norm_cuda.cu
+    src/inplace/square_matmul_cuda.cu)
+endif()
