@@ -40,5 +40,6 @@ inline Stream as_stream(std::uintptr_t s) { return reinterpret_cast<Stream>(s); 
 void register_dense(nb::module_& m);
 void register_csr(nb::module_& m);   // csr.cpp: CSR SpMM / SDDMM plans
 void register_semi(nb::module_& m);  // semi.cpp: 2:4 semi-structured (cuSPARSELt)
+void register_inplace(nb::module_& m);  // inplace.cpp: in-place softmax / norms / square matmul
 
 }  // namespace sparsekern::bindings

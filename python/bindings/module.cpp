@@ -77,4 +77,5 @@ NB_MODULE(_C, m) {
   bindings::register_dense(m);
   bindings::register_csr(m);
   bindings::register_semi(m);
+  bindings::register_inplace(m);
 }
