@@ -1,6 +1,8 @@
 // CPU backend of the row-wise in-place ops. Each row is converted once into an accumulator-type
 // buffer (fp32, or fp64 for f64), reduced exactly in two passes over that buffer, and written back;
-// rows run in parallel. The buffer is host memory owned by the worker thread.
+// rows run in parallel. The buffer is host memory owned by the worker thread. Row sums accumulate in
+// fp64 whatever the dtype: a sequential fp32 sum over 10^5 elements drifts by ~1e-5 relative, the
+// fp32 tolerance, while the GPU's tree reductions do not (and fp64 adds cost nothing measurable here).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -49,12 +51,12 @@ void softmax_typed(const RowsView& v) {
     }
     // A fully masked row (all -inf) gives exp(-inf - 0) = 0 everywhere: zeros, not NaN.
     if (m == -std::numeric_limits<Acc>::infinity()) m = 0;
-    Acc s = 0;
+    double s = 0;
     for (std::int64_t j = 0; j < n; ++j) {
       buf[j] = std::exp(buf[j] - m);
       s += buf[j];
     }
-    const Acc inv = s > 0 ? Acc(1) / s : Acc(0);
+    const Acc inv = s > 0 ? static_cast<Acc>(1 / s) : Acc(0);
     for (std::int64_t j = 0; j < n; ++j) row[j * cs] = T(buf[j] * inv);
   });
 }
@@ -77,9 +79,10 @@ void softmax_backward_typed(const SoftmaxBackwardParams& p) {
     const std::int64_t o = r / gv.inner, i = r % gv.inner;
     T* grow = g + o * gv.outer_stride + i * gv.inner_stride;
     const T* yrow = y + o * yv.outer_stride + i * yv.inner_stride;
-    Acc dot = 0;
+    double sum = 0;
     for (std::int64_t j = 0; j < n; ++j)
-      dot += static_cast<Acc>(grow[j * gs]) * static_cast<Acc>(yrow[j * ys]);
+      sum += static_cast<Acc>(grow[j * gs]) * static_cast<Acc>(yrow[j * ys]);
+    const Acc dot = static_cast<Acc>(sum);
     for (std::int64_t j = 0; j < n; ++j) {
       const Acc yj = static_cast<Acc>(yrow[j * ys]);
       grow[j * gs] = T(yj * (static_cast<Acc>(grow[j * gs]) - dot));
@@ -95,18 +98,18 @@ void norm_typed(const NormParams& p) {
   const T* w = static_cast<const T*>(p.weight);
   const T* b = static_cast<const T*>(p.bias);
   const std::int64_t n = p.x.cols;
-  const Acc eps = static_cast<Acc>(p.eps);
+  const double eps = p.eps;
   for_each_row<Acc>(p.x, [&](std::int64_t off, Acc* buf) {
     T* row = base + off;
-    Acc mean = 0;
+    double sum = 0;
     for (std::int64_t j = 0; j < n; ++j) {
       buf[j] = static_cast<Acc>(row[j]);
-      mean += buf[j];
+      sum += buf[j];
     }
-    mean = kRms ? Acc(0) : mean / static_cast<Acc>(n);
-    Acc ss = 0;  // Σ (x - mean)² (two passes: exact, no cancellation for large means)
-    for (std::int64_t j = 0; j < n; ++j) ss += (buf[j] - mean) * (buf[j] - mean);
-    const Acc rstd = Acc(1) / std::sqrt(ss / static_cast<Acc>(n) + eps);
+    const Acc mean = kRms ? Acc(0) : static_cast<Acc>(sum / static_cast<double>(n));
+    double ss = 0;  // Σ (x - mean)² (two passes: exact, no cancellation for large means)
+    for (std::int64_t j = 0; j < n; ++j) ss += static_cast<double>((buf[j] - mean) * (buf[j] - mean));
+    const Acc rstd = static_cast<Acc>(1 / std::sqrt(ss / static_cast<double>(n) + static_cast<double>(eps)));
     for (std::int64_t j = 0; j < n; ++j) {
       Acc v = (buf[j] - mean) * rstd;
       if (w) v *= static_cast<Acc>(w[j]);
