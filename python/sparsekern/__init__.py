@@ -12,13 +12,24 @@ import torch as _torch  # noqa: F401  (loads the CUDA libraries torch ships befo
 from . import _C, compat, integrations
 from .csr import CSRMatrix, SparseLinear, csr_clear_cache, csr_matmul, csr_plan_stats, csr_sddmm
 from .dense import matmul, matmul_transb
+from .inplace import (
+    inplace_layer_norm,
+    inplace_linear,
+    inplace_rms_norm,
+    inplace_softmax,
+    inplace_softmax_backward,
+    square_matmul,
+    square_matmul_workspace_size,
+)
 from .semi import SemiStructuredLinear, prune_2to4, semi_plan_stats
 
 __version__ = _C.version()
 
 __all__ = ["matmul", "matmul_transb", "built_with_cuda", "cuda_available", "__version__",
            "CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache",
-           "SemiStructuredLinear", "prune_2to4", "semi_plan_stats"]
+           "SemiStructuredLinear", "prune_2to4", "semi_plan_stats",
+           "inplace_softmax", "inplace_softmax_backward", "inplace_layer_norm", "inplace_rms_norm",
+           "square_matmul", "square_matmul_workspace_size", "inplace_linear"]
 
 
 def built_with_cuda() -> bool:

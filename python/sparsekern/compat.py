@@ -4,6 +4,10 @@
     c = cublasMM.apply(a, b)          # == sparsekern.matmul(a, b)
     s = cublasTransbMM.apply(q, k)    # == sparsekern.matmul_transb(q, k)
 
+From the in-place seed:
+
+    square_matmul(a, b, n_rows, n_cols)   # a (n_rows × n_cols) ← a · b in place, b n_cols × n_cols
+
 `init_cublas()` / `destroy_cublas()` are optional: handles are created lazily per (device, thread)
 and released at exit; both calls are safe in any order, any number of times, or not at all.
 """
@@ -13,8 +17,9 @@ import torch
 
 from . import _C, _core
 from .dense import matmul, matmul_transb
+from .inplace import square_matmul as _square_matmul
 
-__all__ = ["cublasMM", "cublasTransbMM", "init_cublas", "destroy_cublas"]
+__all__ = ["cublasMM", "cublasTransbMM", "init_cublas", "destroy_cublas", "square_matmul"]
 
 
 class cublasMM(torch.autograd.Function):  # noqa: N801 - seed's name
@@ -71,3 +76,18 @@ def destroy_cublas() -> None:
     """Release every cuBLAS/cuSPARSE handle and cached workspace (optional; later ops recreate)."""
     _core.release_workspaces()
     _C.destroy_handles()
+
+
+def square_matmul(a: torch.Tensor, b: torch.Tensor, n_rows: int, n_cols: int) -> torch.Tensor:
+    """Seed-compatible ``square_matmul(a, b, n_rows, n_cols)``: `a` holds an n_rows × n_cols matrix
+    (any shape with that many elements, contiguous), overwritten by ``a · b`` with `b` n_cols × n_cols.
+    Returns `a`. Same as ``sparsekern.square_matmul(a.view(n_rows, n_cols), b)``."""
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"`a` must be a torch.Tensor; got {type(a).__name__}")
+    if n_rows < 0 or n_cols < 0 or a.numel() != n_rows * n_cols:
+        raise ValueError(f"`n_rows` x `n_cols` ({n_rows} x {n_cols}) must be the number of elements of `a` "
+                         f"({a.numel()})")
+    if not a.is_contiguous():
+        raise ValueError("`a` must be contiguous to be viewed as n_rows x n_cols")
+    _square_matmul(a.view(n_rows, n_cols), b)
+    return a

@@ -1,0 +1,429 @@
+"""In-place ops for memory-lean inference: each overwrites its input instead of allocating an output.
+
+    inplace_softmax(x, dim=-1)                   x ← softmax(x)             (differentiable)
+    inplace_softmax_backward(grad, y, dim=-1)    grad ← y·(grad − Σ grad·y)
+    inplace_layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)
+    inplace_rms_norm(x, normalized_shape, weight=None, eps=None)
+    square_matmul(x, w, transpose_w=False)       x ← x·w (or x·wᵀ)          (differentiable in x)
+    inplace_linear(x, linear)                    x ← linear(x), square nn.Linear
+
+All return `x` itself (same storage, same data_ptr). Extra device memory: none for the row-wise ops;
+for square_matmul a panel workspace of at most max(2% of x, 64 MiB) (`square_matmul_workspace_size`).
+fp32, fp16, bf16 (and fp64), CPU or CUDA (on torch's current stream).
+
+Autograd: the softmax backward needs only its output, so `inplace_softmax` works under autograd
+(`ctx.mark_dirty`); `square_matmul` too while `w` needs no gradient (dx needs only w). LayerNorm,
+RMSNorm and a square_matmul whose `w` needs a gradient would need the input they overwrite: they raise
+and name the out-of-place torch op to use instead. Every check runs before anything is written, so a
+refused call leaves its input unchanged.
+"""
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+from . import _C
+from ._core import as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
+from .dense import _allow_reduced_precision, _get_tf32
+
+try:
+    from torch._subclasses.fake_tensor import is_fake as _is_fake
+except ImportError:  # pragma: no cover - older torch
+    def _is_fake(t) -> bool:
+        return False
+
+__all__ = [
+    "inplace_softmax", "inplace_softmax_backward", "inplace_layer_norm", "inplace_rms_norm",
+    "square_matmul", "inplace_linear", "square_matmul_workspace_size",
+]
+
+_DTYPE_CODE = {torch.float16: 0, torch.bfloat16: 1, torch.float32: 2, torch.float64: 3}
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks (shared by the real and the fake implementations, so both raise alike)
+# --------------------------------------------------------------------------------------------
+def _grad_needed(*ts) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
+
+
+def _check_overwritable(name: str, t: torch.Tensor) -> None:
+    """`t` is about to be overwritten: refuse layouts where that is unsafe or torch forbids it."""
+    if torch.is_grad_enabled() and t.requires_grad and t.is_leaf:
+        raise RuntimeError(
+            f"`{name}` is a leaf tensor that requires grad: it cannot be overwritten in place (autograd needs "
+            f"its value); pass a non-leaf (e.g. `{name}.clone()`), or call under torch.no_grad()")
+    if t.device.type != "meta" and torch._debug_has_internal_overlap(t) == 1:
+        raise ValueError(
+            f"`{name}` has elements that share memory (e.g. an expanded tensor); it cannot be overwritten in place")
+
+
+def _byte_range(t: torch.Tensor):
+    """[first, last) byte addresses `t` touches, or None when unknown (fake tensors) or empty."""
+    if t.numel() == 0 or t.device.type == "meta" or _is_fake(t):
+        return None
+    try:
+        start = t.data_ptr()
+    except (RuntimeError, NotImplementedError):  # other tensor subclasses without an address
+        return None
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    return start, start + span * t.element_size()
+
+
+def _check_no_overlap(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    a, b = _byte_range(t), _byte_range(ref)
+    if a is not None and b is not None and a[0] < b[1] and b[0] < a[1]:
+        raise ValueError(f"`{name}` must not share memory with `{ref_name}` ({ref_name} is overwritten while "
+                         f"{name} is read)")
+
+
+def _norm_dim(name: str, t: torch.Tensor, dim) -> int:
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"`dim` must be an int; got {type(dim).__name__}")
+    nd = max(t.dim(), 1)
+    if not -nd <= dim < nd:
+        raise ValueError(f"`dim` {dim} is out of range for `{name}` with {t.dim()} dims")
+    return int(dim) % nd if t.dim() else 0
+
+
+def _check_softmax(x, dim) -> int:
+    check_tensor("x", x)
+    check_backend("x", x)
+    d = _norm_dim("x", x, dim)
+    _check_overwritable("x", x)
+    return d
+
+
+def _check_softmax_backward(grad, y, dim) -> int:
+    check_tensor("grad", grad)
+    check_tensor("y", y)
+    check_same("y", y, "grad", grad)
+    check_backend("grad", grad)
+    if y.shape != grad.shape:
+        raise ValueError(f"`y` must have the shape of `grad` {tuple(grad.shape)}; got {tuple(y.shape)}")
+    d = _norm_dim("grad", grad, dim)
+    _check_overwritable("grad", grad)
+    _check_no_overlap("y", y, "grad", grad)
+    return d
+
+
+def _check_norm(x, normalized_shape, weight, bias, eps):
+    """Returns (normalized_ndim, weight, bias) with weight/bias made contiguous (they are small)."""
+    check_tensor("x", x)
+    check_backend("x", x)
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or k > x.dim() or tuple(x.shape[x.dim() - k:]) != normalized_shape:
+        raise ValueError(f"`normalized_shape` {normalized_shape} must be the trailing dims of `x` "
+                         f"{tuple(x.shape)}")
+    expect = 1
+    for size, stride in zip(reversed(x.shape[x.dim() - k:]), reversed(x.stride()[x.dim() - k:])):
+        if size > 1 and stride != expect:
+            raise ValueError(f"`x` must be contiguous over its last {k} dim(s) (the normalised dims); got strides "
+                             f"{tuple(x.stride())} for shape {tuple(x.shape)}")
+        expect *= size
+    if not isinstance(eps, numbers.Real) or not eps >= 0 or eps == float("inf"):
+        raise ValueError(f"`eps` must be a finite number >= 0; got {eps!r}")
+    out = []
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            check_tensor(name, t)
+            check_same(name, t, "x", x)
+            if tuple(t.shape) != normalized_shape:
+                raise ValueError(f"`{name}` must have shape {normalized_shape} (normalized_shape); got "
+                                 f"{tuple(t.shape)}")
+            _check_no_overlap(name, t, "x", x)
+            t = t.contiguous()
+        out.append(t)
+    _check_overwritable("x", x)
+    return k, out[0], out[1]
+
+
+def _inference_only(op: str, torch_op: str, *named) -> None:
+    for name, t in named:
+        if t is not None and torch.is_grad_enabled() and t.requires_grad:
+            raise RuntimeError(
+                f"{op}: `{name}` requires grad, but the in-place form is for inference: its backward would "
+                f"need the input it overwrites. Call it under torch.no_grad()/torch.inference_mode(), or use "
+                f"{torch_op} when training")
+
+
+def _check_square(x, w, bias=None):
+    check_tensor("x", x, min_dim=1)
+    check_tensor("w", w)
+    check_same("w", w, "x", x)
+    check_backend("x", x)
+    if w.dim() != 2:
+        raise ValueError(f"`w` must be a 2-D square matrix; got {w.dim()}-D shape {tuple(w.shape)}")
+    n = x.shape[-1]
+    if w.shape[0] != w.shape[1] or w.shape[0] != n:
+        raise ValueError(f"`w` must be square {n}x{n} (the last dim of `x`); got shape {tuple(w.shape)}")
+    if n > 1 and x.stride(-1) != 1:
+        raise ValueError(f"`x` must have a unit stride along its last dim (a non-contiguous last dim cannot feed "
+                         f"the GEMM); got strides {tuple(x.stride())}")
+    if bias is not None:
+        check_tensor("bias", bias)
+        check_same("bias", bias, "x", x)
+        if tuple(bias.shape) != (n,):
+            raise ValueError(f"`bias` must have shape ({n},); got {tuple(bias.shape)}")
+        _check_no_overlap("bias", bias, "x", x)
+    _check_no_overlap("w", w, "x", x)
+    _check_overwritable("x", x)
+
+
+# --------------------------------------------------------------------------------------------
+# Implementations (call the native library on torch's current stream)
+# --------------------------------------------------------------------------------------------
+def _softmax_impl(x: torch.Tensor, dim: int) -> None:
+    _C.inplace_softmax(as_dlpack(x), dim, stream_of(x))
+
+
+def _softmax_backward_impl(grad: torch.Tensor, y: torch.Tensor, dim: int) -> None:
+    _C.inplace_softmax_backward(as_dlpack(grad), as_dlpack(y), dim, stream_of(grad))
+
+
+def _dl(t):
+    return None if t is None else as_dlpack(t)
+
+
+def _layer_norm_impl(x, k, weight, bias, eps) -> None:
+    _C.inplace_layer_norm(as_dlpack(x), k, _dl(weight), _dl(bias), float(eps), stream_of(x))
+
+
+def _rms_norm_impl(x, k, weight, eps) -> None:
+    _C.inplace_rms_norm(as_dlpack(x), k, _dl(weight), float(eps), stream_of(x))
+
+
+def square_matmul_workspace_size(x: torch.Tensor) -> int:
+    """Bytes of the panel workspace :func:`square_matmul` allocates for `x` (..., n): whole rows, at most
+    max(2% of x, 64 MiB), never more than x itself."""
+    n = x.shape[-1] if x.dim() else 1
+    rows = x.numel() // n if n else 0
+    return int(_C.square_matmul_workspace_size(_DTYPE_CODE[x.dtype], rows, n))
+
+
+def _square_matmul_impl(x, w, transpose_w, bias) -> None:
+    if x.numel() == 0:
+        return
+    stream = stream_of(x)
+    dtype = x.dtype
+    ws = torch.empty(square_matmul_workspace_size(x), dtype=torch.uint8, device=x.device)
+    _C.square_matmul(as_dlpack(x), as_dlpack(w), bool(transpose_w), _dl(bias),
+                     dtype == torch.float32 and _get_tf32(),
+                     dtype in (torch.float16, torch.bfloat16) and _allow_reduced_precision(dtype),
+                     as_dlpack(ws), _dl(cublas_workspace(x, stream)), stream)
+
+
+# --------------------------------------------------------------------------------------------
+# Custom ops: mutate their first argument, return nothing (torch.compile functionalises them)
+# --------------------------------------------------------------------------------------------
+@torch.library.custom_op("sparsekern::inplace_softmax", mutates_args=("x",))
+def _softmax_op(x: torch.Tensor, dim: int) -> None:
+    _softmax_impl(x, _check_softmax(x, dim))
+
+
+@_softmax_op.register_fake
+def _(x, dim):
+    _check_softmax(x, dim)
+
+
+@torch.library.custom_op("sparsekern::inplace_softmax_backward", mutates_args=("grad",))
+def _softmax_backward_op(grad: torch.Tensor, y: torch.Tensor, dim: int) -> None:
+    _softmax_backward_impl(grad, y, _check_softmax_backward(grad, y, dim))
+
+
+@_softmax_backward_op.register_fake
+def _(grad, y, dim):
+    _check_softmax_backward(grad, y, dim)
+
+
+@torch.library.custom_op("sparsekern::inplace_layer_norm", mutates_args=("x",))
+def _layer_norm_op(x: torch.Tensor, normalized_shape: list[int], weight: torch.Tensor | None,
+                   bias: torch.Tensor | None, eps: float) -> None:
+    k, weight, bias = _check_norm(x, normalized_shape, weight, bias, eps)
+    _layer_norm_impl(x, k, weight, bias, eps)
+
+
+@_layer_norm_op.register_fake
+def _(x, normalized_shape, weight, bias, eps):
+    _check_norm(x, normalized_shape, weight, bias, eps)
+
+
+@torch.library.custom_op("sparsekern::inplace_rms_norm", mutates_args=("x",))
+def _rms_norm_op(x: torch.Tensor, normalized_shape: list[int], weight: torch.Tensor | None, eps: float) -> None:
+    k, weight, _ = _check_norm(x, normalized_shape, weight, None, eps)
+    _rms_norm_impl(x, k, weight, eps)
+
+
+@_rms_norm_op.register_fake
+def _(x, normalized_shape, weight, eps):
+    _check_norm(x, normalized_shape, weight, None, eps)
+
+
+@torch.library.custom_op("sparsekern::square_matmul", mutates_args=("x",))
+def _square_matmul_op(x: torch.Tensor, w: torch.Tensor, transpose_w: bool, bias: torch.Tensor | None) -> None:
+    _check_square(x, w, bias)
+    _square_matmul_impl(x, w, transpose_w, bias)
+
+
+@_square_matmul_op.register_fake
+def _(x, w, transpose_w, bias):
+    _check_square(x, w, bias)
+
+
+# --------------------------------------------------------------------------------------------
+# Autograd: in-place Functions that mark their input dirty and return it
+# --------------------------------------------------------------------------------------------
+class _InplaceSoftmax(torch.autograd.Function):
+    """y = softmax(x) written over x; dx = y·(dy − Σ dy·y) needs only y, which is what x now holds."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        _softmax_op(x, dim)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        ctx.dim = dim
+        return x
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        gx = torch.empty_like(y)  # y's layout: the two then share one row mapping in the kernel
+        gx.copy_(grad)
+        _softmax_backward_op(gx, y, ctx.dim)
+        return gx, None
+
+
+class _InplaceSquareMatmul(torch.autograd.Function):
+    """x ← x·op(w) + bias with w and bias constant: dx = dy·op(w)ᵀ needs only w."""
+
+    @staticmethod
+    def forward(ctx, x, w, transpose_w, bias):
+        _square_matmul_op(x, w, transpose_w, bias)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(w)
+        ctx.transpose_w = transpose_w
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (w,) = ctx.saved_tensors
+        # x·w → dx = dy·wᵀ;  x·wᵀ → dx = dy·w
+        gx = grad @ (w if ctx.transpose_w else w.mT)
+        return gx, None, None, None
+
+
+def _use_op() -> bool:
+    """Go through the dispatcher only when tracing needs it; else call the library directly."""
+    return torch.compiler.is_compiling()
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+def inplace_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``x ← softmax(x, dim)`` in place; returns `x`.
+
+    Any leading shape, rows of 1 to 256K+ elements, fp32/fp16/bf16/fp64, accumulation in fp32.
+    Numerically stable: large logits are fine, −inf entries (masks) get probability 0, and a row that
+    is entirely −inf becomes all zeros (torch gives NaN there). Differentiable: under autograd the
+    input must be a non-leaf, and the backward uses only the output.
+    """
+    if isinstance(x, torch.Tensor) and _grad_needed(x):
+        return _InplaceSoftmax.apply(x, _check_softmax(x, dim))
+    if _use_op():
+        _softmax_op(x, dim)
+    else:
+        _softmax_impl(x, _check_softmax(x, dim))
+    return x
+
+
+def inplace_softmax_backward(grad: torch.Tensor, y: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``grad ← y · (grad − Σ_dim grad·y)``: turns dL/dy into dL/dx of ``y = softmax(x, dim)`` in place,
+    from the output `y` alone; returns `grad`. `grad` and `y` must not share memory. Not differentiable
+    itself (no double backward)."""
+    if isinstance(grad, torch.Tensor) and isinstance(y, torch.Tensor):
+        _inference_only("inplace_softmax_backward", "torch.ops.aten._softmax_backward_data", ("grad", grad), ("y", y))
+    if _use_op():
+        _softmax_backward_op(grad, y, dim)
+    else:
+        _softmax_backward_impl(grad, y, _check_softmax_backward(grad, y, dim))
+    return grad
+
+
+def inplace_layer_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | None = None,
+                       bias: torch.Tensor | None = None, eps: float = 1e-5) -> torch.Tensor:
+    """``x ← layer_norm(x, normalized_shape, weight, bias, eps)`` in place, the affine in the same pass;
+    returns `x`. `x` must be contiguous over the normalised (trailing) dims; weight/bias have
+    `normalized_shape` and x's dtype. Inference only (raises if anything requires grad under autograd).
+    """
+    if isinstance(x, torch.Tensor):
+        _inference_only("inplace_layer_norm", "torch.nn.functional.layer_norm",
+                        ("x", x), ("weight", weight), ("bias", bias))
+    if _use_op():
+        shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
+        _layer_norm_op(x, shape, weight, bias, float(eps))
+        return x
+    k, weight, bias = _check_norm(x, normalized_shape, weight, bias, eps)
+    _layer_norm_impl(x, k, weight, bias, eps)
+    return x
+
+
+def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | None = None,
+                     eps: float | None = None) -> torch.Tensor:
+    """``x ← rms_norm(x, normalized_shape, weight, eps)`` in place (``x / sqrt(mean(x²) + eps) · weight``);
+    returns `x`. `eps=None` means ``torch.finfo(x.dtype).eps``, like torch.nn.functional.rms_norm.
+    Inference only, like :func:`inplace_layer_norm`."""
+    if isinstance(x, torch.Tensor):
+        _inference_only("inplace_rms_norm", "torch.nn.functional.rms_norm", ("x", x), ("weight", weight))
+        if eps is None and x.dtype in _DTYPE_CODE:
+            eps = torch.finfo(x.dtype).eps
+    if _use_op():
+        shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
+        _rms_norm_op(x, shape, weight, float(eps))
+        return x
+    k, weight, _ = _check_norm(x, normalized_shape, weight, None, eps)
+    _rms_norm_impl(x, k, weight, eps)
+    return x
+
+
+def _square_matmul(x, w, transpose_w, bias, op_name):
+    if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
+        _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
+        if _grad_needed(x):
+            _check_square(x, w, bias)
+            return _InplaceSquareMatmul.apply(x, w, bool(transpose_w), bias)
+    if _use_op():
+        _square_matmul_op(x, w, bool(transpose_w), bias)
+    else:
+        _check_square(x, w, bias)
+        _square_matmul_impl(x, w, transpose_w, bias)
+    return x
+
+
+def square_matmul(x: torch.Tensor, w: torch.Tensor, transpose_w: bool = False) -> torch.Tensor:
+    """``x ← x · w`` (or ``x · wᵀ``) in place for `x` of shape (..., n) and `w` (n, n); returns `x`.
+
+    Runs one panel of rows at a time: each panel's product goes to a workspace of at most
+    max(2% of x, 64 MiB) (:func:`square_matmul_workspace_size`), then is copied back over the panel,
+    so no full-size output is ever allocated. fp32 (TF32 exactly when
+    ``torch.backends.cuda.matmul.allow_tf32``), fp16, bf16, fp64. `w` must not share memory with `x`
+    and x's last dim must be contiguous. Differentiable in `x` while `w` needs no gradient.
+    """
+    return _square_matmul(x, w, transpose_w, None, "square_matmul")
+
+
+def inplace_linear(x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
+    """``x ← linear(x) = x · Wᵀ + b`` in place for a square ``nn.Linear`` (in_features == out_features);
+    the bias is added while the product is copied back. Returns `x`. Inference only for the layer's
+    parameters (use it under torch.no_grad() / torch.inference_mode())."""
+    if not isinstance(linear, torch.nn.Linear):
+        raise TypeError(f"`linear` must be a torch.nn.Linear; got {type(linear).__name__}")
+    if linear.in_features != linear.out_features:
+        raise ValueError(f"`linear` must be square (in_features == out_features) to run in place; got "
+                         f"{linear.in_features} -> {linear.out_features}")
+    return _square_matmul(x, linear.weight, True, linear.bias, "inplace_linear")
