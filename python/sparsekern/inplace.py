@@ -25,7 +25,7 @@ import torch
 
 from . import _C
 from ._core import as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
-from .dense import _allow_reduced_precision, _get_tf32
+from .dense import _allow_reduced_precision, _blas_ready, _get_tf32
 
 try:
     from torch._subclasses.fake_tensor import is_fake as _is_fake
@@ -50,10 +50,13 @@ def _grad_needed(*ts) -> bool:
 
 def _check_overwritable(name: str, t: torch.Tensor) -> None:
     """`t` is about to be overwritten: refuse layouts where that is unsafe or torch forbids it."""
-    if torch.is_grad_enabled() and t.requires_grad and t.is_leaf:
-        raise RuntimeError(
-            f"`{name}` is a leaf tensor that requires grad: it cannot be overwritten in place (autograd needs "
-            f"its value); pass a non-leaf (e.g. `{name}.clone()`), or call under torch.no_grad()")
+    if torch.is_grad_enabled() and t.requires_grad:
+        base = t._base if t._is_view() else None
+        if t.is_leaf or (base is not None and base.is_leaf and base.requires_grad):
+            raise RuntimeError(
+                f"`{name}` is a leaf tensor that requires grad (or a view of one): it cannot be overwritten in "
+                f"place (autograd needs its value); pass a non-leaf (e.g. `{name}.clone()`), or call under "
+                f"torch.no_grad()")
     if t.device.type != "meta" and torch._debug_has_internal_overlap(t) == 1:
         raise ValueError(
             f"`{name}` has elements that share memory (e.g. an expanded tensor); it cannot be overwritten in place")
@@ -211,6 +214,9 @@ def _square_matmul_impl(x, w, transpose_w, bias) -> None:
     stream = stream_of(x)
     dtype = x.dtype
     ws = torch.empty(square_matmul_workspace_size(x), dtype=torch.uint8, device=x.device)
+    w = _blas_ready(w)  # cuBLAS needs a unit stride along one dim of w: copy (n×n, small) only if none
+    if bias is not None:
+        bias = bias.contiguous()
     _C.square_matmul(as_dlpack(x), as_dlpack(w), bool(transpose_w), _dl(bias),
                      dtype == torch.float32 and _get_tf32(),
                      dtype in (torch.float16, torch.bfloat16) and _allow_reduced_precision(dtype),

@@ -403,6 +403,7 @@ def _bad_cases(device):
         ("softmax expanded", None, lambda: sparsekern.inplace_softmax(randn(1, 16, device=device).expand(4, 16)),
          ValueError, "x"),
         ("softmax leaf", leaf, lambda: sparsekern.inplace_softmax(leaf), RuntimeError, "x"),
+        ("softmax view of leaf", leaf, lambda: sparsekern.inplace_softmax(leaf[1:]), RuntimeError, "x"),
         # softmax backward
         ("bwd shape", x, lambda: sparsekern.inplace_softmax_backward(x, y[:, :8]), ValueError, "y"),
         ("bwd dtype", x, lambda: sparsekern.inplace_softmax_backward(x, y.double()), TypeError, "y"),
@@ -594,3 +595,20 @@ def test_patch_inplace_uses_less_memory(device):
     assert rel_error(out, ref) <= 4 * tolerance(torch.float16)
     scores = 8 * 4 * 256 * 256 * 2  # one fp16 score matrix
     assert after <= before - scores // 2, f"patched peak {after} vs unpatched {before}"
+
+
+def test_square_matmul_strided_w(device):
+    """w with no unit stride (a strided slice) and a non-contiguous bias still work."""
+    big = randn(64, 64, device=device)
+    w = big[::2, ::2]
+    x = randn(9, 32, device=device)
+    lin = torch.nn.Linear(32, 32).to(device)
+    ref = x.double() @ w.double()
+    sparsekern.square_matmul(x, w)
+    _assert_close(x, ref, torch.float32, device)
+    x = randn(9, 32, device=device)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        ref = F.linear(x.double(), lin.weight.double(), lin.bias.double())
+        sparsekern.inplace_linear(x, lin)
+    _assert_close(x, ref, torch.float32, device)
