@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import torch
 
-FAMILIES = ["dense", "csr", "semi"]
+FAMILIES = ["dense", "csr", "semi", "inplace"]
 
 
 @dataclasses.dataclass
@@ -35,7 +35,7 @@ class Case:
     bytes: float = 0.0          # minimal bytes moved per call (for TB/s)
     verify: Optional[Callable[[], float]] = None  # returns rel. error of ours vs reference
     tol: float = float("inf")
-    extra: dict = dataclasses.field(default_factory=dict)
+    extra: dict = dataclasses.field(default_factory=dict)  # e.g. copy_tbps, extra_mib_ours/_anchor
     host_cost: bool = False     # time per call measured on the host (launch-bound shapes)
 
 
@@ -165,18 +165,29 @@ def run_cases(cases: list[Case], device: torch.device) -> list[dict]:
                 row["tflops_anchor"] = c.flops / t_anchor / 1e9
             if c.bytes:
                 row["tbps_ours"] = c.bytes / t_ours / 1e9
+                row["tbps_anchor"] = c.bytes / t_anchor / 1e9
+                if row.get("copy_tbps"):  # a ceiling measured in the same run (memory-bound families)
+                    row["frac_of_copy"] = row["tbps_ours"] / row["copy_tbps"]
         rows.append(row)
     return rows
 
 
 def print_table(rows, out=sys.stdout) -> None:
-    hdr = ["family", "op", "shape", "dtype", "ours", "anchor", "ratio", "TFLOP/s", "ok"]
+    hdr = ["family", "op", "shape", "dtype", "ours", "anchor", "ratio", "TFLOP/s | TB/s (of copy)",
+           "extra MiB ours/anchor", "ok"]
     cells = []
     for r in rows:
         unit = "us" if r["metric"] == "host_us_per_call" else "ms"
+        if "tflops_ours" in r:
+            rate = f"{r['tflops_ours']:.3g}"
+        elif "tbps_ours" in r:
+            rate = f"{r['tbps_ours']:.3g} TB/s" + (f" ({r['frac_of_copy']:.0%})" if "frac_of_copy" in r else "")
+        else:
+            rate = "-"
+        mem = (f"{r['extra_mib_ours']:.4g}/{r['extra_mib_anchor']:.4g}" if r.get("extra_mib_ours") is not None
+               else "-")
         cells.append([r["family"], r["op"], r["shape"], r["dtype"], f"{r['ours']:.4g}{unit}",
-                      f"{r['anchor_time']:.4g}{unit} ({r['anchor']})", f"{r['ratio']:.3f}",
-                      f"{r['tflops_ours']:.3g}" if "tflops_ours" in r else "-",
+                      f"{r['anchor_time']:.4g}{unit} ({r['anchor']})", f"{r['ratio']:.3f}", rate, mem,
                       {True: "ok", False: "WRONG"}.get(r.get("verified"), "-")])
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(hdr)]
     print("  ".join(h.ljust(w) for h, w in zip(hdr, widths)), file=out)

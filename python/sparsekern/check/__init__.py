@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-FAMILIES = ["dense", "csr", "semi"]
+FAMILIES = ["dense", "csr", "semi", "inplace"]
 
 
 def best_device() -> torch.device:
