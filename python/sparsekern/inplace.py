@@ -154,7 +154,7 @@ def _inference_only(op: str, torch_op: str, *named) -> None:
                 f"{torch_op} when training")
 
 
-def _check_square(x, w, bias=None):
+def _check_square(x, w, bias=None, workspace=None):
     check_tensor("x", x, min_dim=1)
     check_tensor("w", w)
     check_same("w", w, "x", x)
@@ -174,6 +174,18 @@ def _check_square(x, w, bias=None):
             raise ValueError(f"`bias` must have shape ({n},); got {tuple(bias.shape)}")
         _check_no_overlap("bias", bias, "x", x)
     _check_no_overlap("w", w, "x", x)
+    if workspace is not None:
+        if not isinstance(workspace, torch.Tensor):
+            raise TypeError(f"`workspace` must be a torch.Tensor; got {type(workspace).__name__}")
+        if workspace.device != x.device:
+            raise ValueError(f"`workspace` must be on the device of `x` ({x.device}); got {workspace.device}")
+        row_bytes = n * x.element_size()
+        if not workspace.is_contiguous() or (x.numel() and workspace.numel() * workspace.element_size() < row_bytes):
+            raise ValueError(f"`workspace` must be contiguous and hold at least one row of `x` ({row_bytes} bytes; "
+                             f"square_matmul_workspace_size(x) is the recommended size); got "
+                             f"{workspace.numel() * workspace.element_size()} bytes")
+        _check_no_overlap("workspace", workspace, "x", x)
+        _check_no_overlap("workspace", workspace, "w", w)
     _check_overwritable("x", x)
 
 
@@ -208,12 +220,13 @@ def square_matmul_workspace_size(x: torch.Tensor) -> int:
     return int(_C.square_matmul_workspace_size(_DTYPE_CODE[x.dtype], rows, n))
 
 
-def _square_matmul_impl(x, w, transpose_w, bias) -> None:
+def _square_matmul_impl(x, w, transpose_w, bias, workspace=None) -> None:
     if x.numel() == 0:
         return
     stream = stream_of(x)
     dtype = x.dtype
-    ws = torch.empty(square_matmul_workspace_size(x), dtype=torch.uint8, device=x.device)
+    ws = workspace if workspace is not None else \
+        torch.empty(square_matmul_workspace_size(x), dtype=torch.uint8, device=x.device)
     w = _blas_ready(w)  # cuBLAS needs a unit stride along one dim of w: copy (n×n, small) only if none
     if bias is not None:
         bias = bias.contiguous()
@@ -269,15 +282,16 @@ def _(x, normalized_shape, weight, eps):
     _check_norm(x, normalized_shape, weight, None, eps)
 
 
-@torch.library.custom_op("sparsekern::square_matmul", mutates_args=("x",))
-def _square_matmul_op(x: torch.Tensor, w: torch.Tensor, transpose_w: bool, bias: torch.Tensor | None) -> None:
-    _check_square(x, w, bias)
-    _square_matmul_impl(x, w, transpose_w, bias)
+@torch.library.custom_op("sparsekern::square_matmul", mutates_args=("x", "workspace"))
+def _square_matmul_op(x: torch.Tensor, w: torch.Tensor, transpose_w: bool, bias: torch.Tensor | None,
+                      workspace: torch.Tensor | None) -> None:
+    _check_square(x, w, bias, workspace)
+    _square_matmul_impl(x, w, transpose_w, bias, workspace)
 
 
 @_square_matmul_op.register_fake
-def _(x, w, transpose_w, bias):
-    _check_square(x, w, bias)
+def _(x, w, transpose_w, bias, workspace):
+    _check_square(x, w, bias, workspace)
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,8 +322,8 @@ class _InplaceSquareMatmul(torch.autograd.Function):
     """x ← x·op(w) + bias with w and bias constant: dx = dy·op(w)ᵀ needs only w."""
 
     @staticmethod
-    def forward(ctx, x, w, transpose_w, bias):
-        _square_matmul_op(x, w, transpose_w, bias)
+    def forward(ctx, x, w, transpose_w, bias, workspace):
+        _square_matmul_op(x, w, transpose_w, bias, workspace)
         ctx.mark_dirty(x)
         ctx.save_for_backward(w)
         ctx.transpose_w = transpose_w
@@ -320,7 +334,7 @@ class _InplaceSquareMatmul(torch.autograd.Function):
         (w,) = ctx.saved_tensors
         # x·w → dx = dy·wᵀ;  x·wᵀ → dx = dy·w
         gx = grad @ (w if ctx.transpose_w else w.mT)
-        return gx, None, None, None
+        return gx, None, None, None, None
 
 
 def _use_op() -> bool:
@@ -397,21 +411,22 @@ def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | N
     return x
 
 
-def _square_matmul(x, w, transpose_w, bias, op_name):
+def _square_matmul(x, w, transpose_w, bias, workspace, op_name):
     if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
         _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
         if _grad_needed(x):
-            _check_square(x, w, bias)
-            return _InplaceSquareMatmul.apply(x, w, bool(transpose_w), bias)
+            _check_square(x, w, bias, workspace)
+            return _InplaceSquareMatmul.apply(x, w, bool(transpose_w), bias, workspace)
     if _use_op():
-        _square_matmul_op(x, w, bool(transpose_w), bias)
+        _square_matmul_op(x, w, bool(transpose_w), bias, workspace)
     else:
-        _check_square(x, w, bias)
-        _square_matmul_impl(x, w, transpose_w, bias)
+        _check_square(x, w, bias, workspace)
+        _square_matmul_impl(x, w, transpose_w, bias, workspace)
     return x
 
 
-def square_matmul(x: torch.Tensor, w: torch.Tensor, transpose_w: bool = False) -> torch.Tensor:
+def square_matmul(x: torch.Tensor, w: torch.Tensor, transpose_w: bool = False, *,
+                  workspace: torch.Tensor | None = None) -> torch.Tensor:
     """``x ← x · w`` (or ``x · wᵀ``) in place for `x` of shape (..., n) and `w` (n, n); returns `x`.
 
     Runs one panel of rows at a time: each panel's product goes to a workspace of at most
@@ -419,17 +434,21 @@ def square_matmul(x: torch.Tensor, w: torch.Tensor, transpose_w: bool = False) -
     so no full-size output is ever allocated. fp32 (TF32 exactly when
     ``torch.backends.cuda.matmul.allow_tf32``), fp16, bf16, fp64. `w` must not share memory with `x`
     and x's last dim must be contiguous. Differentiable in `x` while `w` needs no gradient.
+
+    `workspace`: optional caller buffer (any dtype, contiguous, on x's device, at least one row of x)
+    used instead of allocating one; panels are as many whole rows as it holds. Passing one buffer to
+    many calls makes them allocation-free, and a smaller one trades speed for memory.
     """
-    return _square_matmul(x, w, transpose_w, None, "square_matmul")
+    return _square_matmul(x, w, transpose_w, None, workspace, "square_matmul")
 
 
-def inplace_linear(x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
+def inplace_linear(x: torch.Tensor, linear: torch.nn.Linear, *, workspace: torch.Tensor | None = None) -> torch.Tensor:
     """``x ← linear(x) = x · Wᵀ + b`` in place for a square ``nn.Linear`` (in_features == out_features);
     the bias is added while the product is copied back. Returns `x`. Inference only for the layer's
-    parameters (use it under torch.no_grad() / torch.inference_mode())."""
+    parameters (use it under torch.no_grad() / torch.inference_mode()). `workspace` as in square_matmul."""
     if not isinstance(linear, torch.nn.Linear):
         raise TypeError(f"`linear` must be a torch.nn.Linear; got {type(linear).__name__}")
     if linear.in_features != linear.out_features:
         raise ValueError(f"`linear` must be square (in_features == out_features) to run in place; got "
                          f"{linear.in_features} -> {linear.out_features}")
-    return _square_matmul(x, linear.weight, True, linear.bias, "inplace_linear")
+    return _square_matmul(x, linear.weight, True, linear.bias, workspace, "inplace_linear")

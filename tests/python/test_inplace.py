@@ -338,6 +338,24 @@ def test_square_matmul_panels_and_strided_rows(device):
     assert _unchanged(x, snap)
 
 
+def test_square_matmul_caller_workspace(device):
+    """A caller buffer replaces the allocation: no device memory beyond it, any size >= one row."""
+    x = randn(1000, 64, device=device)
+    w = randn(64, 64, device=device)
+    ws = torch.empty(7 * 64, dtype=torch.float32, device=device)  # 7 rows: 143 panels, ragged last one
+    ref = x.double() @ w.double()
+    sparsekern.square_matmul(randn(3, 64, device=device), w, workspace=ws)  # warm-up (cuBLAS handle)
+    with _Peak(device, limit=0):
+        sparsekern.square_matmul(x, w, workspace=ws)
+    _assert_close(x, ref, torch.float32, device)
+    snap = _snapshot(x)
+    with pytest.raises(ValueError, match="workspace"):
+        sparsekern.square_matmul(x, w, workspace=ws[:63])
+    with pytest.raises(ValueError, match="workspace"):
+        sparsekern.square_matmul(x, w, workspace=x[:2])
+    assert _unchanged(x, snap)
+
+
 def test_square_matmul_workspace_bound():
     for rows, n, dtype in [(8192, 4096, torch.float16), (10**6, 4096, torch.float16), (5, 7, torch.float32),
                            (3 * 10**6, 1024, torch.float32)]:
@@ -473,7 +491,9 @@ def test_custom_ops_trace():
                      (torch.ops.sparsekern.inplace_softmax_backward.default, (x.clone(), torch.softmax(x, -1), -1)),
                      (torch.ops.sparsekern.inplace_layer_norm.default, (x.clone(), [8], None, None, 1e-5)),
                      (torch.ops.sparsekern.inplace_rms_norm.default, (x.clone(), [8], w[0].clone(), 1e-6)),
-                     (torch.ops.sparsekern.square_matmul.default, (x.clone(), w, False, None))]:
+                     (torch.ops.sparsekern.square_matmul.default, (x.clone(), w, False, None, None)),
+                     (torch.ops.sparsekern.square_matmul.default,
+                      (x.clone(), w, True, w[1].clone(), torch.empty(64, dtype=torch.uint8)))]:
         torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
 
 
