@@ -207,7 +207,7 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
 
 void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const nb::object& bias,
                    bool allow_tf32, bool allow_reduced_precision, const nb::object& workspace,
-                   const nb::object& blas_workspace, std::uintptr_t stream) {
+                   std::uintptr_t blas_workspace_ptr, std::size_t blas_workspace_bytes, std::uintptr_t stream) {
   inplace::SquareMatmulParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
@@ -228,8 +228,13 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
   p.bias = vector_of(bias, "bias", n, p.dtype, p.device);
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
   p.allow_reduced_precision_reduction = allow_reduced_precision;
-  p.workspace = workspace_of(workspace);
-  p.blas_workspace = workspace_of(blas_workspace);
+  if (!workspace.is_none()) {  // an array, so that its device is checked like the operands'
+    AnyArray ws = nb::cast<AnyArray>(workspace);
+    if (device_of(ws, "workspace") != p.device)
+      throw InvalidArgument("`workspace` must be on the device of `x`");
+    p.workspace = Workspace{ws.data(), ws.nbytes()};
+  }
+  p.blas_workspace = Workspace{reinterpret_cast<void*>(blas_workspace_ptr), blas_workspace_bytes};
   bool empty = false;
   const std::vector<Dim> dims = row_dims(x, nullptr, last, 1, empty);
   if (empty) return;
@@ -259,8 +264,10 @@ void register_inplace(nb::module_& m) {
         nb::arg("stream") = 0, "RMSNorm over the last `normalized_ndim` dims, in place");
   m.def("square_matmul", &square_matmul, nb::arg("x"), nb::arg("w"), nb::arg("transpose_w"),
         nb::arg("bias").none(), nb::arg("allow_tf32"), nb::arg("allow_reduced_precision"),
-        nb::arg("workspace").none(), nb::arg("blas_workspace").none(), nb::arg("stream") = 0,
-        "x ← x·op(w) (+ bias) in place, one panel of rows at a time through `workspace`");
+        nb::arg("workspace").none(), nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
+        nb::arg("stream") = 0,
+        "x ← x·op(w) (+ bias) in place, one panel of rows at a time through `workspace` (an array on x's "
+        "device); the cuBLAS workspace is a raw device buffer owned by the caller, as in gemm()");
   m.def("square_matmul_workspace_size",
         [](int dtype, std::int64_t rows, std::int64_t n) {
           return inplace::square_matmul_workspace_size(DType(dtype), rows, n);

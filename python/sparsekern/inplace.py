@@ -230,10 +230,11 @@ def _square_matmul_impl(x, w, transpose_w, bias, workspace=None) -> None:
     w = _blas_ready(w)  # cuBLAS needs a unit stride along one dim of w: copy (n×n, small) only if none
     if bias is not None:
         bias = bias.contiguous()
+    blas_ptr, blas_bytes = cublas_workspace(x, stream)[:2] if x.is_cuda else (0, 0)
     _C.square_matmul(as_dlpack(x), as_dlpack(w), bool(transpose_w), _dl(bias),
                      dtype == torch.float32 and _get_tf32(),
                      dtype in (torch.float16, torch.bfloat16) and _allow_reduced_precision(dtype),
-                     as_dlpack(ws), _dl(cublas_workspace(x, stream)), stream)
+                     as_dlpack(ws), blas_ptr, blas_bytes, stream)
 
 
 # --------------------------------------------------------------------------------------------

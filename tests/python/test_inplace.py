@@ -328,13 +328,14 @@ def test_square_matmul_panels_and_strided_rows(device):
     ref = x.double() @ w.double().mT + bias.double()
     ws = torch.empty(3 * n * 4, dtype=torch.uint8, device=device)
     stream = sparsekern._core.stream_of(x)
-    _C.square_matmul(x, w, True, bias, False, True, ws, sparsekern._core.cublas_workspace(x, stream), stream)
+    blas = sparsekern._core.cublas_workspace(x, stream)[:2] if x.is_cuda else (0, 0)
+    _C.square_matmul(x, w, True, bias, False, True, ws, *blas, stream)
     _assert_close(x, ref, torch.float32)
     assert torch.isnan(base[:, n:]).all()
     # a workspace smaller than one row is refused before anything is written
     snap = _snapshot(x)
     with pytest.raises(ValueError, match="workspace"):
-        _C.square_matmul(x, w, False, None, False, True, ws[: 4 * n - 4], None, stream)
+        _C.square_matmul(x, w, False, None, False, True, ws[: 4 * n - 4], *blas, stream)
     assert _unchanged(x, snap)
 
 
@@ -473,7 +474,7 @@ def test_library_validates_too(device):
     stream = sparsekern._core.stream_of(buf)
     ws = torch.empty(1 << 12, dtype=torch.uint8, device=device)
     with pytest.raises(ValueError, match="w"):
-        _C.square_matmul(buf, buf[:16], False, None, False, True, ws, None, stream)
+        _C.square_matmul(buf, buf[:16], False, None, False, True, ws, 0, 0, stream)
     with pytest.raises(ValueError, match="y"):
         _C.inplace_softmax_backward(buf[:4], buf[2:6], 1, stream)
     with pytest.raises(ValueError, match="weight"):
