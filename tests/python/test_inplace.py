@@ -591,6 +591,22 @@ def test_patch_inplace_skips_sdpa_and_bad_probes(device, monkeypatch):
     assert not report.attention and any("disagreed" in r for r in report.skipped.values())
 
 
+def test_patch_inplace_after_patch_bert_attention(device):
+    """Composes with patch_bert_attention (Q·Kᵀ through matmul_transb): its attention is patched too."""
+    from sparsekern.integrations import patch_bert_attention, patch_inplace
+
+    model = _tiny_model("bert").to(device).eval()
+    ids, mask = _inputs(device)
+    with torch.no_grad():
+        ref = model(ids, attention_mask=mask).last_hidden_state
+    patch_bert_attention(model)
+    report = patch_inplace(model)
+    assert len(report.attention) == 2 and not report.skipped
+    with torch.no_grad():
+        out = model(ids, attention_mask=mask).last_hidden_state
+    assert rel_error(out, ref) <= 4 * tolerance(torch.float32)
+
+
 def test_patch_inplace_uses_less_memory(device):
     if device.type != "cuda":
         pytest.skip("peak memory is measured with torch.cuda.max_memory_allocated")

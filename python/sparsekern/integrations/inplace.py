@@ -3,10 +3,12 @@
 What it changes, per site, only where the structure is recognised and a probe agrees:
 
 * self-attention with eager attention: the score matrix is computed once and then overwritten —
-  scaling folded into the queries (an S×d tensor instead of a pass over the S×S scores), the mask
-  added in place, `inplace_softmax` — so attention holds one score matrix instead of two. It
-  replaces the model file's `eager_attention_forward` by a dispatcher that runs the in-place version
-  only for modules this function patched (others, and training with dropout, get the original).
+  scaling folded into the queries (an S×d tensor instead of a pass over the S×S scores), Q·Kᵀ through
+  `matmul_transb` on CUDA (no transposed copy of K), the mask added in place, `inplace_softmax` — so
+  attention holds one score matrix instead of two. It replaces the model file's
+  `eager_attention_forward` (or, after `patch_bert_attention`, the function that registered) by a
+  dispatcher that runs the in-place version only for modules this function patched (others, and
+  training with dropout, get the original).
 * the `*Output` blocks after attention and after the MLP (`dense → dropout → LayerNorm(h + residual)`):
   the residual is added in place and the LayerNorm runs in place on the fresh sum; the attention
   output projection (square) runs in place too (`inplace_linear`), its input being the attention
@@ -31,7 +33,9 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..dense import matmul_transb
 from ..inplace import inplace_layer_norm, inplace_linear, inplace_softmax
+from .bert import ATTENTION_NAME as _BERT_ATTENTION  # patch_bert_attention's registered eager attention
 
 __all__ = ["patch_inplace", "unpatch_inplace", "InplacePatch"]
 
@@ -93,8 +97,10 @@ def _inplace_eager_attention(module, query, key, value, attention_mask, scaling=
     if scaling is None:
         scaling = query.size(-1) ** -0.5
     # Scale the S×d queries, not the S×S scores: one pass over the score matrix fewer (exact for
-    # the power-of-two scalings of head sizes 64 and 256).
-    scores = torch.matmul(query * scaling, key.transpose(2, 3))
+    # the power-of-two scalings of head sizes 64 and 256). cuBLAS reads K transposed in place; on the
+    # CPU torch's BLAS is faster than the portable kernel behind matmul_transb.
+    q = query * scaling
+    scores = matmul_transb(q, key) if q.is_cuda else torch.matmul(q, key.transpose(2, 3))
     if attention_mask is not None:
         if torch.broadcast_shapes(attention_mask.shape, scores.shape) != scores.shape:
             return None
@@ -117,21 +123,37 @@ def _make_dispatcher(original: Callable) -> Callable:
     return eager_attention_forward
 
 
-def _eager_function_of(module: nn.Module):
-    """(python module, its eager_attention_forward) for an attention module, or (None, reason)."""
-    mod = sys.modules.get(type(module).__module__)
-    fn = getattr(mod, "eager_attention_forward", None)
-    if fn is None:
-        return None, f"{type(module).__module__} has no eager_attention_forward"
+def _attention_function_of(module: nn.Module):
+    """((installed function, original, install) or None, reason) for the eager attention `module` runs:
+    the model file's `eager_attention_forward`, or the function patch_bert_attention registered."""
+    impl = module.config._attn_implementation
+    if impl in (None, "eager"):
+        mod = sys.modules.get(type(module).__module__)
+        fn = getattr(mod, "eager_attention_forward", None)
+        if fn is None:
+            return None, f"{type(module).__module__} has no eager_attention_forward"
+
+        def install(d, mod=mod):
+            mod.eager_attention_forward = d
+    elif impl == _BERT_ATTENTION:
+        from transformers import AttentionInterface
+
+        fn = AttentionInterface._global_mapping.get(impl)
+
+        def install(d):
+            AttentionInterface.register(_BERT_ATTENTION, d)
+    else:
+        return None, (f"attention runs through {impl!r}, which does not materialise the score matrix; load "
+                      f"the model with attn_implementation='eager' to patch it")
     original = getattr(fn, "_sparsekern_original", fn)
     try:
         params = inspect.signature(original).parameters
     except (TypeError, ValueError):
-        return None, "eager_attention_forward has no inspectable signature"
+        return None, "the eager attention function has no inspectable signature"
     names = {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     if names != _EAGER_PARAMS:
-        return None, f"eager_attention_forward takes {sorted(names)}, not the BERT-style {sorted(_EAGER_PARAMS)}"
-    return mod, original
+        return None, f"the eager attention takes {sorted(names)}, not the BERT-style {sorted(_EAGER_PARAMS)}"
+    return (fn, original, install), None
 
 
 def _is_self_attention(m: nn.Module) -> bool:
@@ -272,7 +294,9 @@ def patch_inplace(model: nn.Module, *, attention: bool = True, layer_norm: bool 
 
     Returns an :class:`InplacePatch` listing the patched module names and the skipped ones with the
     reason (e.g. attention running through SDPA, which already avoids the S×S matrix). Idempotent;
-    :func:`unpatch_inplace` undoes it. The model's outputs stay the same within rounding.
+    :func:`unpatch_inplace` undoes it. The model's outputs stay the same within rounding. With
+    :func:`patch_bert_attention`, call that one first (it re-registers its attention function, which
+    would drop the in-place dispatcher again: results stay right, the memory saving goes).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}")
@@ -288,23 +312,20 @@ def patch_inplace(model: nn.Module, *, attention: bool = True, layer_norm: bool 
     attention_modules = {}
     for name, m in model.named_modules():
         if attention and _is_self_attention(m):
-            mod, original = _eager_function_of(m)
-            impl = m.config._attn_implementation
-            if mod is None:
-                report.skipped[name] = original
-            elif impl not in (None, "eager"):
-                report.skipped[name] = (f"attention runs through {impl!r}, which does not materialise the score "
-                                        f"matrix; load the model with attn_implementation='eager' to patch it")
-            else:
-                reason = check(m, lambda m=m, o=original: _verify_attention(m, o))
-                if reason:
-                    report.skipped[name] = reason
-                    continue
-                if not hasattr(mod.eager_attention_forward, "_sparsekern_original"):
-                    mod.eager_attention_forward = _make_dispatcher(original)
-                setattr(m, _ATTN_FLAG, True)
-                report.attention.append(name)
             attention_modules[id(m)] = m
+            target, reason = _attention_function_of(m)
+            if target is None:
+                report.skipped[name] = reason
+                continue
+            fn, original, install = target
+            reason = check(m, lambda m=m, o=original: _verify_attention(m, o))
+            if reason:
+                report.skipped[name] = reason
+                continue
+            if not hasattr(fn, "_sparsekern_original"):
+                install(_make_dispatcher(original))
+            setattr(m, _ATTN_FLAG, True)
+            report.attention.append(name)
 
     for name, m in model.named_modules():
         if layer_norm and _is_output_block(m):
