@@ -92,8 +92,16 @@ def _inplace_eager_attention(module, query, key, value, attention_mask, scaling=
         return None
     if _autocast_on(query.device) or not (query.dtype == key.dtype == value.dtype):
         return None
-    if attention_mask is not None and (attention_mask.dtype != query.dtype or attention_mask.dim() != 4):
-        return None
+    if query.shape[:-2] != key.shape[:-2] or key.shape[:-2] != value.shape[:-2]:
+        return None  # broadcast heads (grouped queries): not the BERT layout
+    if attention_mask is not None:
+        scores_shape = torch.Size((*query.shape[:-1], key.shape[-2]))
+        try:
+            fits = torch.broadcast_shapes(attention_mask.shape, scores_shape) == scores_shape
+        except RuntimeError:
+            fits = False
+        if not fits or attention_mask.dtype != query.dtype:
+            return None  # the mask must add in place, in the scores' dtype, as the original's sum does
     if scaling is None:
         scaling = query.size(-1) ** -0.5
     # Scale the S×d queries, not the S×S scores: one pass over the score matrix fewer (exact for
@@ -102,8 +110,6 @@ def _inplace_eager_attention(module, query, key, value, attention_mask, scaling=
     q = query * scaling
     scores = matmul_transb(q, key) if q.is_cuda else torch.matmul(q, key.transpose(2, 3))
     if attention_mask is not None:
-        if torch.broadcast_shapes(attention_mask.shape, scores.shape) != scores.shape:
-            return None
         scores.add_(attention_mask)
     inplace_softmax(scores, dim=-1)
     attn_output = torch.matmul(scores, value)
