@@ -56,7 +56,7 @@ void softmax_typed(const RowsView& v) {
       buf[j] = std::exp(buf[j] - m);
       s += buf[j];
     }
-    const Acc inv = s > 0 ? static_cast<Acc>(1 / s) : Acc(0);
+    const Acc inv = s == 0 ? Acc(0) : static_cast<Acc>(1 / s);  // NaN inputs propagate, as in torch
     for (std::int64_t j = 0; j < n; ++j) row[j * cs] = T(buf[j] * inv);
   });
 }

@@ -46,7 +46,7 @@ softmax_tile_kernel(T* x, RowGeom g, bool aligned) {
       s += v[e];
     }
     s = group_allreduce<TPR>(s, smem, SumOp{});
-    const A inv = s > A(0) ? A(1) / s : A(0);
+    const A inv = s == A(0) ? A(0) : A(1) / s;  // 0 only for a fully masked row; NaN propagates
 #pragma unroll
     for (int e = 0; e < N; ++e) v[e] *= inv;
 #pragma unroll
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kStreamThreads) softmax_stream_kernel(T* x, Ro
     const A row_max = group_allreduce<kStreamThreads>(m, smem, MaxOp{});
     const A shift = row_max == neg_inf<A>() ? A(0) : row_max;
     const A total = group_allreduce<kStreamThreads>(m == neg_inf<A>() ? A(0) : s * softmax_exp<T>(m - shift), smem, SumOp{});
-    const A inv = total > A(0) ? A(1) / total : A(0);
+    const A inv = total == A(0) ? A(0) : A(1) / total;
     for (std::int64_t e0 = std::int64_t(threadIdx.x) * V; e0 < g.cols; e0 += kStep) {
       A v[V];
       load_vec(row, e0, g.cols, aligned, v, neg_inf<A>());
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kStridedThreads) softmax_strided_kernel(T* x, 
       online_max_sum<T, 1>(&v, m, s);
     }
     const A shift = m == neg_inf<A>() ? A(0) : m;
-    const A inv = s > A(0) ? A(1) / s : A(0);
+    const A inv = s == A(0) ? A(0) : A(1) / s;  // 0 only for a fully masked row; NaN propagates
     for (std::int64_t j = 0; j < g.cols; ++j)
       row[j * cs] = from_acc<T>(softmax_exp<T>(to_acc(row[j * cs]) - shift) * inv);
   }

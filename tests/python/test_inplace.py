@@ -111,6 +111,16 @@ def test_softmax_masks_and_large_logits(device, dtype):
 
 
 @pytest.mark.parametrize("cols", [5, 300, 20000])
+def test_softmax_nan_propagates_like_torch(device, cols):
+    x = randn(3, cols, device=device)
+    x[1, cols // 2] = math.nan
+    ref = torch.softmax(x, -1)
+    sparsekern.inplace_softmax(x)
+    assert torch.isnan(x[1]).all() and torch.isnan(ref[1]).all()
+    assert torch.isfinite(x[0]).all() and torch.isfinite(x[2]).all()
+
+
+@pytest.mark.parametrize("cols", [5, 300, 20000])
 def test_softmax_fully_masked_long_rows(device, cols):
     """Every kernel (register tile, streaming) turns an all -inf row into zeros."""
     x = torch.full((3, cols), -math.inf, device=device)
