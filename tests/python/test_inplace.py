@@ -20,7 +20,7 @@ from sparsekern.testing import randn, rel_error, tolerance
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 # Row lengths: 1, odd and prime lengths, both sides of every register-tile boundary of the CUDA
 # kernels (64 … 16384), the streaming kernel beyond, and the 131072 / 256K.
-COLS = [1, 3, 8, 64, 65, 127, 256, 511, 1000, 1025, 2048, 4097, 8191, 16384, 16385, 131072, 262144]
+COLS = [1, 3, 8, 64, 65, 127, 256, 511, 1000, 1025, 2048, 3000, 4097, 8191, 16384, 16385, 131072, 262144]
 
 
 def _rows_for(cols: int) -> int:
@@ -381,9 +381,10 @@ def test_square_matmul_workspace_bound():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("bias", [True, False])
-def test_inplace_linear(device, dtype, bias):
-    lin = torch.nn.Linear(96, 96, bias=bias).to(device=device, dtype=dtype)
-    x = randn(4, 33, 96, dtype=dtype, device=device)
+@pytest.mark.parametrize("n", [96, 129])  # 129: the bias is added by the scalar (unvectorised) copy-back
+def test_inplace_linear(device, dtype, bias, n):
+    lin = torch.nn.Linear(n, n, bias=bias).to(device=device, dtype=dtype)
+    x = randn(4, 33, n, dtype=dtype, device=device)
     with torch.no_grad():
         ref = F.linear(x.double(), lin.weight.double(), None if lin.bias is None else lin.bias.double())
         out = sparsekern.inplace_linear(x, lin)
