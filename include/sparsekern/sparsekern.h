@@ -6,6 +6,6 @@
 #include <sparsekern/dense.h>
 #include <sparsekern/error.h>
 #include <sparsekern/handles.h>
-#include <sparsekern/semi.h>
 #include <sparsekern/inplace.h>
+#include <sparsekern/semi.h>
 #include <sparsekern/types.h>
