@@ -43,7 +43,7 @@ cd /tmp  # import the installed package, not the source tree
 
 if has test; then
   step "pytest (CPU + CUDA cases)"
-  $PY -m pytest "$REPO/tests/python" -q -x -p no:cacheprovider --junitxml="$OUT/junit.xml" \
+  $PY -m pytest "$REPO/tests/python" -q -p no:cacheprovider --junitxml="$OUT/junit.xml" \
       ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1 || status=1
   tail -25 "$OUT/pytest.log"
 fi
@@ -51,7 +51,7 @@ fi
 if has sanitize; then
   step "compute-sanitizer memcheck (CUDA cases)"
   compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 \
-      $PY -m pytest "$REPO/tests/python" -q -x -p no:cacheprovider -m cuda \
+      $PY -m pytest "$REPO/tests/python" -q -p no:cacheprovider -m cuda \
       -k "${SANITIZE_K:-not compile and not threads}" > "$OUT/sanitizer.log" 2>&1
   rc=$?; [ $rc -ne 0 ] && status=1
   echo "sanitizer exit $rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitizer.log" | tail -5

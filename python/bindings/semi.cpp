@@ -94,7 +94,7 @@ void register_semi(nb::module_& m) {
               const nb::object& bias, const AnyArray& y) {
              new (self) semi::LinearPlan(linear_params(x, compressed, n, bias, y));
            },
-           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"))
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"))
       .def_prop_ro("workspace_size", &semi::LinearPlan::workspace_size)
       .def_prop_ro("searched", &semi::LinearPlan::searched)
       .def_prop_ro("algorithm_id", &semi::LinearPlan::algorithm_id)
@@ -105,7 +105,7 @@ void register_semi(nb::module_& m) {
              plan.search(linear_params(x, compressed, n, bias, y),
                        Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
-           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"),
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
            nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0)
       .def("run",
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
@@ -114,7 +114,7 @@ void register_semi(nb::module_& m) {
              plan.run(linear_params(x, compressed, n, bias, y),
                        Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
-           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias"), nb::arg("y"),
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
            nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0);
 }
 

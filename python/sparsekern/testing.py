@@ -25,7 +25,8 @@ def tolerance(dtype: torch.dtype, tf32: bool = False) -> float:
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     """‖out − ref‖_F / ‖ref‖_F in float64 (inf if `out` has NaN/inf where `ref` is finite)."""
-    out64, ref64 = out.detach().to(torch.float64), ref.detach().to(torch.float64)
+    out64 = out.detach().to("cpu", torch.float64)
+    ref64 = ref.detach().to("cpu", torch.float64)
     if out64.shape != ref64.shape:
         raise AssertionError(f"shape {tuple(out64.shape)} != reference shape {tuple(ref64.shape)}")
     if not torch.isfinite(out64).all():
