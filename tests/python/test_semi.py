@@ -107,6 +107,7 @@ def test_semi_gradcheck():
 
 
 @pytest.mark.cuda
+@pytest.mark.skipif(not sksemi.cusparselt_enabled(), reason="cuSPARSELt path is opt-in (SPARSEKERN_CUSPARSELT=1)")
 def test_semi_cuda_uses_cusparselt_and_caches():
     """The CUDA path compresses once, plans and searches once per shape, then only runs."""
     device = torch.device("cuda")
