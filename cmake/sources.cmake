@@ -69,3 +69,11 @@ if(SPARSEKERN_WITH_CUDA)
     src/inplace/norm_cuda.cu
     src/inplace/square_matmul_cuda.cu)
 endif()
+
+# kron: Kronecker-factored products Y = X·(F1⊗…⊗Fn), forward and backward (include/sparsekern/kron.h).
+# The fused kernels are instantiated once per (direction, dtype) in their own file, so they build in
+# parallel and a change to one recompiles little.
+target_sources(sparsekern PRIVATE
+  src/kron/kron_matmul.cpp
+  src/kron/kron_plan.cpp
+  src/kron/kron_matmul_cpu.cpp)
