@@ -77,3 +77,15 @@ target_sources(sparsekern PRIVATE
   src/kron/kron_matmul.cpp
   src/kron/kron_plan.cpp
   src/kron/kron_matmul_cpu.cpp)
+if(SPARSEKERN_WITH_CUDA)
+  target_sources(sparsekern PRIVATE
+    src/kron/kron_matmul_cuda.cu
+    src/kron/kron_fused_fwd_f16.cu
+    src/kron/kron_fused_fwd_bf16.cu
+    src/kron/kron_fused_fwd_f32.cu
+    src/kron/kron_fused_fwd_f64.cu
+    src/kron/kron_fused_bwd_f16.cu
+    src/kron/kron_fused_bwd_bf16.cu
+    src/kron/kron_fused_bwd_f32.cu
+    src/kron/kron_fused_bwd_f64.cu)
+endif()

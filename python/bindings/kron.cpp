@@ -149,7 +149,7 @@ void register_kron(nb::module_& m) {
         p.workspace = workspace_in(ws);
         kron::matmul_backward(p, as_stream(stream));
       },
-      nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x"), nb::arg("grad_factors"),
+      nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(), nb::arg("grad_factors"),
       nb::arg("alloc") = nb::none(), nb::arg("blas_workspace") = nb::none(),
       nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
       "grad_x ← grad_y · (F1ᵀ ⊗ … ⊗ Fnᵀ) and grad_factors[k] ← ∂ℓ/∂Fk (None entries are skipped)");
@@ -163,7 +163,8 @@ void register_kron(nb::module_& m) {
         return kron::matmul_backward_workspace_size(backward_params(
             o, grad_y, grad_x, grad_factors, keep, views, false, nb::none(), nb::none()));
       },
-      nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x"), nb::arg("grad_factors"));
+      nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(),
+      nb::arg("grad_factors"));
   m.def(
       "kron_describe_plan",
       [](const AnyArray& x, const nb::sequence& factors, bool backward) {

@@ -66,6 +66,8 @@ def _factor_ready(f: torch.Tensor) -> torch.Tensor:
 def _rows(t: torch.Tensor, cols: int) -> torch.Tensor:
     """(..., cols) as a 2-D (M, cols) view with contiguous rows (a copy only when needed)."""
     t2 = t.reshape(-1, cols)
+    if t2.numel() == 0:  # empty tensors may carry any strides (even 0): give them plain ones
+        return t.new_empty(t2.shape)
     if (cols > 1 and t2.stride(1) != 1) or (t2.shape[0] > 1 and t2.stride(0) < cols):
         t2 = t2.contiguous()  # e.g. broadcast (stride-0) gradients
     return t2
@@ -169,8 +171,15 @@ def _autograd_backward(ctx, grad):
 _kron_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
+_PLAIN = (torch.Tensor, nn.Parameter)
+
+
 def _needs_graph(x, factors) -> bool:
+    """Whether to go through the custom op (autograd, compile, fake/meta or other tensor
+    subclasses) rather than straight to the native call."""
     if torch.compiler.is_compiling():
+        return True
+    if type(x) not in _PLAIN or x.device.type == "meta" or any(type(f) not in _PLAIN for f in factors):
         return True
     if not torch.is_grad_enabled():
         return False
@@ -194,12 +203,12 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
     """
     if left:
         factors, x = a, b
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"`x` must be a torch.Tensor; got {type(x).__name__}")
         if isinstance(factors, torch.Tensor) or not isinstance(factors, (list, tuple)):
             raise TypeError(
                 f"`factors` must be a list or tuple of 2-D tensors; got {type(factors).__name__} "
                 "(with left=True the factors come first: kron_matmul(factors, x, left=True))")
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"`x` must be a torch.Tensor; got {type(x).__name__}")
         for i, f in enumerate(factors):
             if isinstance(f, torch.Tensor) and f.dim() != 2:
                 raise ValueError(f"`factors[{i}]` must be 2-D (p × q); got {f.dim()}-D shape {tuple(f.shape)}")

@@ -51,8 +51,12 @@ void run_fused(bool backward, const FusedArgs& a, long long grid, std::size_t sm
   using Acc = typename Ops::Acc;
   const std::size_t n = smem / sizeof(Acc) + 1;
   const bool poison_each = static_cast<double>(grid) * static_cast<double>(smem) <= 64.0 * (1 << 20);
+  // Threads only pay off for real work: waking an OpenMP team costs from microseconds up to
+  // milliseconds on a loaded machine (torch runs its own OpenMP runtime beside ours).
+  const double work = static_cast<double>(a.M) * static_cast<double>(a.L) *
+                      static_cast<double>(a.s_in > a.s_out ? a.s_in : a.s_out) * a.nf;
 #if defined(_OPENMP)
-#pragma omp parallel if (grid > 1)
+#pragma omp parallel if (grid > 1 && work > double(1 << 20))
 #endif
   {
     std::vector<Acc> sm(n);

@@ -467,20 +467,24 @@ SK_KRON_PROGRAM void fused_forward_program(const FusedArgs& a, Exec& ex, typenam
   using Acc = typename Ops::Acc;
   const int nt = ex.nthreads();
   const int cbuf = a.tm * a.tl * a.csp;
-  Acc* buf[2] = {sm + a.off_buf, sm + a.off_buf + cbuf};
+  Acc* const buf0 = sm + a.off_buf;
+  Acc* const buf1 = buf0 + cbuf;
   ex.phase([&](int tid) { load_factors<Ops>(a, sm, tid, nt); });
   for (long long tile = block; tile < a.ntiles; tile += grid) {
     const TileCoord tc = tile_at(a, tile);
     ex.phase([&](int tid) {
-      load_contig<Ops>(a.x, a.ldx, a.vec_x, a, tc, buf[0], a.s_in, a.div_s_in, tid, nt);
+      load_contig<Ops>(a.x, a.ldx, a.vec_x, a, tc, buf0, a.s_in, a.div_s_in, tid, nt);
     });
-    int cur = 0;
+    Acc* in = buf0;  // ping-pong by pointer swap (an indexed pair would live on the stack)
+    Acc* out = buf1;
     for (int t = a.nf - 1; t >= 0; --t) {
-      const StepDesc<Acc> sd = forward_step<Acc>(a, t, buf[cur], buf[cur ^ 1], sm);
+      const StepDesc<Acc> sd = forward_step<Acc>(a, t, in, out, sm);
       ex.phase([&](int tid) { step_thread<Acc, RN>(sd, tid, nt); });
-      cur ^= 1;
+      Acc* const done = out;
+      out = in;
+      in = done;
     }
-    const Acc* res = buf[cur];
+    const Acc* res = in;
     ex.phase([&](int tid) { store_strided<Ops>(a.y, a.ldy, a.vec_y, a, tc, res, a.s_out, tid, nt); });
   }
 }
@@ -498,7 +502,8 @@ SK_KRON_PROGRAM void fused_backward_program(const FusedArgs& a, Exec& ex, typena
   const int cbuf = a.tm * a.tl * a.csp;
   const int nf = a.nf;
   Acc* tbuf0 = sm + a.off_buf;                // T buffer s at tbuf0 + s·cbuf, s < nf
-  Acc* gbuf[2] = {tbuf0 + nf * cbuf, tbuf0 + (nf + 1) * cbuf};
+  Acc* const gbuf0 = tbuf0 + nf * cbuf;
+  Acc* const gbuf1 = gbuf0 + cbuf;
   Acc* scratch = sm + a.off_scratch;
   Acc* part = static_cast<Acc*>(a.partial) + block * a.part_stride;
   ex.phase([&](int tid) { load_factors<Ops>(a, sm, tid, nt); });
@@ -512,13 +517,14 @@ SK_KRON_PROGRAM void fused_backward_program(const FusedArgs& a, Exec& ex, typena
       const StepDesc<Acc> sd = forward_step<Acc>(a, nf - 1 - s, tbuf0 + s * cbuf, tbuf0 + (s + 1) * cbuf, sm);
       ex.phase([&](int tid) { step_thread<Acc, RN>(sd, tid, nt); });
     }
-    ex.phase([&](int tid) { load_strided<Ops>(a.g, a.ldg, a.vec_g, a, tc, gbuf[0], a.s_out, tid, nt); });
-    int cur = 0;
+    ex.phase([&](int tid) { load_strided<Ops>(a.g, a.ldg, a.vec_g, a, tc, gbuf0, a.s_out, tid, nt); });
+    Acc* gin = gbuf0;
+    Acc* gout = gbuf1;
     for (int t = 0; t < nf; ++t) {
       const FusedMode& md = a.mode[t];
       GradDesc<Acc> gd;
       gd.t = tbuf0 + (nf - 1 - t) * cbuf;
-      gd.g = gbuf[cur];
+      gd.g = gin;
       gd.rows = a.tm * a.tl * md.lc;
       gd.lc = md.lc;
       gd.div_lc = md.div_lc;
@@ -530,13 +536,15 @@ SK_KRON_PROGRAM void fused_backward_program(const FusedArgs& a, Exec& ex, typena
       Acc* mpart = part + md.part_off;
       ex.phase([&](int tid) { grad_reduce_thread<Acc>(gd, mpart, first, tid, nt); });
       if (t + 1 < nf || a.gx != nullptr) {
-        const StepDesc<Acc> sd = reverse_step<Acc>(a, t, gbuf[cur], gbuf[cur ^ 1], sm);
+        const StepDesc<Acc> sd = reverse_step<Acc>(a, t, gin, gout, sm);
         ex.phase([&](int tid) { step_thread<Acc, RN>(sd, tid, nt); });
-        cur ^= 1;
+        Acc* const done = gout;
+        gout = gin;
+        gin = done;
       }
     }
     if (a.gx != nullptr) {
-      const Acc* res = gbuf[cur];
+      const Acc* res = gin;
       ex.phase([&](int tid) {
         store_contig<Ops>(a.gx, a.ldgx, a.vec_gx, a, tc, res, a.s_in, a.div_s_in, tid, nt);
       });
