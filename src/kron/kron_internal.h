@@ -59,9 +59,11 @@ struct FastDiv {
   }
 };
 
-/// Shared-memory index of element e of a chunk: one padding slot every 32 elements, so that the
-/// 32 lanes of a warp reading rows r..r+31 of a (rows × p) chunk at stride p ≤ 32 hit 32 banks.
-SK_KRON_HD int swz(int e) { return e + (e >> 5); }
+/// Shared-memory index of element e of a chunk: one padding slot every 2^sh elements, so that the
+/// 32 lanes of a warp reading rows r..r+31 of a (rows × p) chunk at stride p hit 32 different
+/// banks: sh = 5 makes p ∈ {8, 16, 32} conflict-free (row stride p·33/32), sh = 6 makes p = 64
+/// conflict-free (stride 65; with sh = 5 it would be 66, a 2-way conflict).
+SK_KRON_HD int swz(int e, int sh) { return e + (e >> sh); }
 
 /// One mode (factor) of a fused group, as the kernels see it.
 struct FusedMode {
@@ -91,6 +93,7 @@ struct FusedArgs {
   FusedMode mode[kMaxFused];
   int s_in = 0, s_out = 0;
   int csp = 0;              ///< shared-memory stride of one chunk (≥ swz(largest state) + 1, odd)
+  int sh = 5;               ///< padding period 2^sh of the chunks in shared memory (see swz)
   FastDiv div_s_in, div_tl;
   int tm = 1, tl = 1;
   long long tiles_l = 0, ntiles = 0;
@@ -139,7 +142,7 @@ struct Segment {
   long long s_in = 1, s_out = 1, s_max = 1;
   // fused only
   int rn = 8;                     ///< register-tile width (columns per thread)
-  int tm = 1, tl = 1, csp = 0, nbuf = 2;
+  int tm = 1, tl = 1, csp = 0, nbuf = 2, sh = 5;
   int off_buf = 0, off_scratch = 0, part_stride = 0;
   std::size_t smem = 0;
   long long tiles_l = 0, ntiles = 0, grid = 0;

@@ -121,6 +121,7 @@ FusedArgs fused_args(const Segment& seg, const Shapes& sh, const MatrixView* fac
   a.s_in = static_cast<int>(seg.s_in);
   a.s_out = static_cast<int>(seg.s_out);
   a.csp = seg.csp;
+  a.sh = seg.sh;
   a.div_s_in = detail::FastDiv(seg.s_in);
   a.div_tl = detail::FastDiv(seg.tl);
   a.tm = seg.tm;
@@ -449,7 +450,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
     os << "] L=" << seg.L;
     if (seg.kind == SegKind::fused) {
       os << " chunk=" << seg.s_in << "->" << seg.s_out << " max=" << seg.s_max << " tile=" << seg.tm
-         << "x" << seg.tl << " rn=" << seg.rn << " smem=" << seg.smem << " grid=" << seg.grid;
+         << "x" << seg.tl << " rn=" << seg.rn << " pad=" << (1 << seg.sh) << " smem=" << seg.smem << " grid=" << seg.grid;
     }
     os << "\n";
   }

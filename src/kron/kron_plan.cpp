@@ -30,21 +30,22 @@ long long round_up(long long v, long long m) { return (v + m - 1) / m * m; }
 
 /// Chunk stride in shared memory: room for the swizzled largest state, odd so that consecutive
 /// chunks start in different banks (stores that walk across chunks are then conflict-free).
-int chunk_stride(long long s_max) { return static_cast<int>((s_max + ((s_max - 1) >> 5)) | 1); }
+int chunk_stride(long long s_max, int sh) { return static_cast<int>((s_max + ((s_max - 1) >> sh)) | 1); }
 
 bool fusable(const ModeDims& d) { return d.p <= kMaxFusedDim && d.q <= kMaxFusedDim; }
 
 struct GroupShape {
   long long s_in = 1, s_out = 1, s_max = 1;
-  int rn = 8, nbuf = 2, csp = 1;
+  int rn = 8, nbuf = 2, csp = 1, sh = 5;
   long long factor_elems = 0, scratch_elems = 0;
   std::size_t fixed_bytes = 0, chunk_bytes = 0;
 };
 
 GroupShape group_shape(const std::vector<ModeDims>& modes, int first, int last, DType dtype, bool backward) {
   GroupShape g;
-  long long widest = 1;
+  long long widest = 1, narrowest = kMaxFusedDim;
   for (int k = first; k <= last; ++k) {
+    narrowest = std::min(narrowest, modes[k].p);
     g.s_in *= modes[k].p;
     g.s_out *= modes[k].q;
     widest = std::max(widest, backward ? std::max(modes[k].p, modes[k].q) : modes[k].q);
@@ -59,7 +60,10 @@ GroupShape group_shape(const std::vector<ModeDims>& modes, int first, int last, 
   }
   g.rn = widest <= 4 ? 4 : 8;
   g.nbuf = backward ? (last - first + 1) + 2 : 2;
-  g.csp = chunk_stride(g.s_max);
+  // Padding every 64 elements when every row length p is 64 (a 64-stride walk would conflict
+  // 2-way with one pad per 32), else every 32 (conflict-free for p = 8, 16, 32).
+  g.sh = narrowest >= 64 ? 6 : 5;
+  g.csp = chunk_stride(g.s_max, g.sh);
   for (int k = first; k <= last; ++k) {
     g.factor_elems += round_up(modes[k].p, g.rn) * round_up(modes[k].q, g.rn);
     if (backward)
@@ -76,6 +80,90 @@ bool group_fits(const GroupShape& g, const Limits& lim) {
   return g.s_max <= (1 << 24) && g.fixed_bytes + g.chunk_bytes <= lim.smem_budget;
 }
 
+
+long long outer_size(const std::vector<ModeDims>& modes, int first, int last) {
+  long long L = 1;
+  for (int k = 0; k < first; ++k) L *= modes[k].p;
+  for (int k = last + 1; k < static_cast<int>(modes.size()); ++k) L *= modes[k].q;
+  return L;
+}
+
+struct TileChoice {
+  long long tm = 1, tl = 1;
+};
+
+/// Chunks per block and their shape (see the tile table at the top of this file).
+TileChoice choose_tile(const GroupShape& g, long long M, long long L, const Limits& lim) {
+  const long long c_smem = static_cast<long long>((lim.smem_budget - g.fixed_bytes) / g.chunk_bytes);
+  const long long c_target = std::max<long long>(1, 8192 / g.s_max);
+  const double chunks = static_cast<double>(std::max<long long>(M, 1)) * static_cast<double>(L);
+  const long long c_grid = static_cast<long long>(std::max(1.0, std::min(chunks / (2.0 * lim.num_sms), 1e9)));
+  const long long C = std::max<long long>(1, std::min({c_smem, c_target, c_grid}));
+  TileChoice t;
+  if (L >= C) {
+    const long long ntl = (L + C - 1) / C;  // balanced: no mostly-empty last tile
+    t.tl = (L + ntl - 1) / ntl;
+    t.tm = 1;
+  } else {
+    t.tl = L;
+    t.tm = std::max<long long>(1, C / L);
+  }
+  return t;
+}
+
+/// The groups (in mode order) with the least estimated memory traffic; see make_plan.
+std::vector<Segment> choose_groups(long long M, const std::vector<ModeDims>& modes, DType dtype,
+                                   const Limits& lim, bool backward) {
+  const int n = static_cast<int>(modes.size());
+  const double es = static_cast<double>(dtype_size(dtype));
+  const double rows = static_cast<double>(std::max<long long>(M, 1));
+  // A kernel boundary costs about a microsecond of launch and ramp-up: ~4 MB of traffic.
+  constexpr double kLaunchBytes = 4.0 * (1 << 20);
+  constexpr double kInf = 1e300;
+  std::vector<double> best(static_cast<std::size_t>(n) + 1, kInf);
+  std::vector<int> cut(static_cast<std::size_t>(n) + 1, 0);
+  best[0] = 0;
+  for (int j = 1; j <= n; ++j) {  // best grouping of modes [0, j)
+    for (int i = j - 1; i >= 0 && j - i <= kMaxFused; --i) {  // last group: modes [i, j)
+      const int first = i, last = j - 1;
+      const long long L = outer_size(modes, first, last);
+      double cost;
+      bool all_fusable = n > 1;
+      for (int k = first; k <= last; ++k) all_fusable = all_fusable && fusable(modes[k]);
+      if (all_fusable) {
+        const GroupShape g = group_shape(modes, first, last, dtype, backward);
+        if (!group_fits(g, lim)) break;  // larger groups only grow
+        const TileChoice t = choose_tile(g, M, L, lim);
+        const double run = static_cast<double>(t.tl) * es;  // bytes per store run when L > 1
+        const double amp = L > 1 && run < 32.0 ? 32.0 / run : 1.0;
+        cost = rows * static_cast<double>(L) * es *
+               (static_cast<double>(g.s_in) + static_cast<double>(g.s_out) * amp);
+      } else if (j - i == 1) {  // one mode through cuBLAS
+        cost = rows * static_cast<double>(L) * es * static_cast<double>(modes[first].p + modes[first].q);
+      } else {
+        break;
+      }
+      cost += kLaunchBytes + best[i];
+      if (cost < best[j]) {
+        best[j] = cost;
+        cut[j] = i;
+      }
+    }
+  }
+  std::vector<Segment> groups;
+  for (int j = n; j > 0; j = cut[j]) {
+    Segment seg;
+    seg.first = cut[j];
+    seg.count = j - cut[j];
+    bool all_fusable = n > 1;
+    for (int k = seg.first; k < j; ++k) all_fusable = all_fusable && fusable(modes[k]);
+    seg.kind = all_fusable ? SegKind::fused : SegKind::gemm;
+    groups.push_back(seg);
+  }
+  std::reverse(groups.begin(), groups.end());
+  return groups;
+}
+
 }  // namespace
 
 Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
@@ -86,26 +174,12 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   const int n = static_cast<int>(modes.size());
   const std::size_t es = dtype_size(dtype), as = acc_size(dtype);
 
-  // Group the modes, last to first.
-  for (int k = n - 1; k >= 0;) {
-    Segment seg;
-    if (n == 1 || !fusable(modes[k]) || !group_fits(group_shape(modes, k, k, dtype, backward), lim)) {
-      seg.kind = SegKind::gemm;
-      seg.first = k;
-      seg.count = 1;
-      --k;
-    } else {
-      int first = k;
-      while (first - 1 >= 0 && fusable(modes[first - 1]) && k - first + 2 <= kMaxFused &&
-             group_fits(group_shape(modes, first - 1, k, dtype, backward), lim))
-        --first;
-      seg.kind = SegKind::fused;
-      seg.first = first;
-      seg.count = k - first + 1;
-      k = first - 1;
-    }
-    plan.segs.push_back(seg);
-  }
+  // Group the modes. Every grouping does the same arithmetic (modes always apply last to first),
+  // so groupings differ in memory traffic: each group reads and writes the whole state once, and a
+  // group whose tile spans fewer than 32 bytes of consecutive outer indices stores partial sectors.
+  // A dynamic program over the cut points picks the grouping with the least estimated traffic.
+  const std::vector<Segment> groups = choose_groups(M, modes, dtype, lim, backward);
+  plan.segs.assign(groups.rbegin(), groups.rend());  // execution order: last mode first
 
   // Sizes: the outer index L of a group is Π q of the modes after it (already applied) times Π p
   // of the modes before it (not yet applied).
@@ -136,20 +210,9 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
     seg.rn = g.rn;
     seg.nbuf = g.nbuf;
     seg.csp = g.csp;
-    const long long c_smem = static_cast<long long>((lim.smem_budget - g.fixed_bytes) / g.chunk_bytes);
-    const long long c_target = std::max<long long>(1, 8192 / g.s_max);
-    const double chunks = static_cast<double>(std::max<long long>(M, 1)) * static_cast<double>(seg.L);
-    const long long c_grid = static_cast<long long>(std::max(1.0, std::min(chunks / (2.0 * lim.num_sms), 1e9)));
-    const long long C = std::max<long long>(1, std::min({c_smem, c_target, c_grid}));
-    long long tl, tm;
-    if (seg.L >= C) {
-      const long long ntl = (seg.L + C - 1) / C;  // balanced: no mostly-empty last tile
-      tl = (seg.L + ntl - 1) / ntl;
-      tm = 1;
-    } else {
-      tl = seg.L;
-      tm = std::max<long long>(1, C / seg.L);
-    }
+    seg.sh = g.sh;
+    const TileChoice tc = choose_tile(g, M, seg.L, lim);
+    const long long tl = tc.tl, tm = tc.tm;
     seg.tl = static_cast<int>(tl);
     seg.tm = static_cast<int>(tm);
     seg.tiles_l = (seg.L + tl - 1) / tl;

@@ -99,19 +99,19 @@ SK_KRON_FN void load_contig(const void* src_v, long long ld, int vec, const Fuse
           const int sp = e - c * s;  // s % V == 0, so the vector stays inside one chunk
           Acc* dst = buf + (c0 + c) * a.csp;
           SK_KRON_UNROLL
-          for (int k = 0; k < V; ++k) dst[swz(sp + k)] = v[k];
+          for (int k = 0; k < V; ++k) dst[swz(sp + k, a.sh)] = v[k];
         }
       } else {
         for (int e = tid; e < n; e += nt) {
           const int c = div_s.div(e);
-          buf[(c0 + c) * a.csp + swz(e - c * s)] = Ops::to_acc(row[e]);
+          buf[(c0 + c) * a.csp + swz(e - c * s, a.sh)] = Ops::to_acc(row[e]);
         }
       }
     }
     const int nz = (a.tl - nvalid) * s;
     for (int e = tid; e < nz; e += nt) {
       const int c = div_s.div(e);
-      buf[(c0 + nvalid + c) * a.csp + swz(e - c * s)] = Acc(0);
+      buf[(c0 + nvalid + c) * a.csp + swz(e - c * s, a.sh)] = Acc(0);
     }
   }
 }
@@ -136,13 +136,13 @@ SK_KRON_FN void store_contig(void* dst_v, long long ld, int vec, const FusedArgs
         const Acc* src = buf + (c0 + c) * a.csp;
         Acc v[V];
         SK_KRON_UNROLL
-        for (int k = 0; k < V; ++k) v[k] = src[swz(sp + k)];
+        for (int k = 0; k < V; ++k) v[k] = src[swz(sp + k, a.sh)];
         Ops::store_vec(row + e, v);
       }
     } else {
       for (int e = tid; e < n; e += nt) {
         const int c = div_s.div(e);
-        row[e] = Ops::from_acc(buf[(c0 + c) * a.csp + swz(e - c * s)]);
+        row[e] = Ops::from_acc(buf[(c0 + c) * a.csp + swz(e - c * s, a.sh)]);
       }
     }
   }
@@ -167,11 +167,11 @@ SK_KRON_FN void store_strided(void* dst_v, long long ld, int vec, const FusedArg
         for (int e = tid * V; e < s; e += nt * V) {
           Acc v[V];
           SK_KRON_UNROLL
-          for (int k = 0; k < V; ++k) v[k] = src[swz(e + k)];
+          for (int k = 0; k < V; ++k) v[k] = src[swz(e + k, a.sh)];
           Ops::store_vec(row + e, v);
         }
       } else {
-        for (int e = tid; e < s; e += nt) row[e] = Ops::from_acc(src[swz(e)]);
+        for (int e = tid; e < s; e += nt) row[e] = Ops::from_acc(src[swz(e, a.sh)]);
       }
     } else {
       const int n = s * a.tl;
@@ -179,7 +179,7 @@ SK_KRON_FN void store_strided(void* dst_v, long long ld, int vec, const FusedArg
         const int j = a.div_tl.div(e);
         const int lt = e - j * a.tl;
         if (lt < tc.tlv)
-          row[j * a.L + lt] = Ops::from_acc(buf[(r * a.tl + lt) * a.csp + swz(j)]);
+          row[j * a.L + lt] = Ops::from_acc(buf[(r * a.tl + lt) * a.csp + swz(j, a.sh)]);
       }
     }
   }
@@ -203,17 +203,17 @@ SK_KRON_FN void load_strided(const void* src_v, long long ld, int vec, const Fus
           Acc v[V];
           Ops::load_vec(row + e, v);
           SK_KRON_UNROLL
-          for (int k = 0; k < V; ++k) dst[swz(e + k)] = v[k];
+          for (int k = 0; k < V; ++k) dst[swz(e + k, a.sh)] = v[k];
         }
       } else {
-        for (int e = tid; e < s; e += nt) dst[swz(e)] = row_ok ? Ops::to_acc(row[e]) : Acc(0);
+        for (int e = tid; e < s; e += nt) dst[swz(e, a.sh)] = row_ok ? Ops::to_acc(row[e]) : Acc(0);
       }
     } else {
       const int n = s * a.tl;
       for (int e = tid; e < n; e += nt) {
         const int j = a.div_tl.div(e);
         const int lt = e - j * a.tl;
-        buf[(r * a.tl + lt) * a.csp + swz(j)] =
+        buf[(r * a.tl + lt) * a.csp + swz(j, a.sh)] =
             (row_ok && lt < tc.tlv) ? Ops::to_acc(row[j * a.L + lt]) : Acc(0);
       }
     }
@@ -241,7 +241,7 @@ struct StepDesc {
   FastDiv div_lc;
   int K = 0, N = 0;
   int in_rs = 0, in_ks = 0, out_rs = 0, out_ns = 0;
-  int csp = 0;
+  int csp = 0, sh = 5;
 };
 
 template <typename Acc, int RN>
@@ -275,18 +275,20 @@ SK_KRON_FN void step_thread(const StepDesc<Acc>& s, int tid, int nt) {
   const int row_tiles = (s.rows + 32 * RM - 1) / (32 * RM);
   const int col_groups = (s.N + RN - 1) / RN;
   const int items = row_tiles * col_groups;
-  // How a row's K elements sit in shared memory, so the inner loop is one load per element:
-  //  - rows of p consecutive elements with p dividing 32 or a multiple of it: runs of
-  //    min(p, 32) never cross a padding slot, so within a run the address steps by 1;
-  //  - elements lc apart with lc a multiple of 32: every step crosses lc/32 padding slots;
+  // How a row's K elements sit in shared memory (padding period P = 2^sh), so that the inner
+  // loop is one load per element:
+  //  - rows of p consecutive elements with p dividing P or a multiple of it: runs of min(p, P)
+  //    never cross a padding slot, so within a run the address steps by 1;
+  //  - elements lc apart with lc a multiple of P: every step crosses lc/P padding slots;
   //  - otherwise the swizzled address is recomputed per element.
+  const int period = 1 << s.sh;
   int kblk = 1, kstep = 0;
-  if (s.in_ks == 1 && (s.K % 32 == 0 || 32 % s.K == 0)) {
-    kblk = s.K < 32 ? s.K : 32;
+  if (s.in_ks == 1 && (s.K % period == 0 || period % s.K == 0)) {
+    kblk = s.K < period ? s.K : period;
     kstep = 1;
-  } else if (s.in_ks % 32 == 0) {
+  } else if (s.in_ks % period == 0) {
     kblk = s.K;
-    kstep = s.in_ks + (s.in_ks >> 5);
+    kstep = s.in_ks + (s.in_ks >> s.sh);
   }
   for (int w = warp; w < items; w += nwarps) {
     const int rt = w / col_groups;
@@ -311,7 +313,7 @@ SK_KRON_FN void step_thread(const StepDesc<Acc>& s, int tid, int nt) {
     for (int kb = 0; kb < s.K; kb += kblk) {
       int pb[RM];
       SK_KRON_UNROLL
-      for (int u = 0; u < RM; ++u) pb[u] = cbase[u] + swz(lrow[u] * s.in_rs + kb * s.in_ks);
+      for (int u = 0; u < RM; ++u) pb[u] = cbase[u] + swz(lrow[u] * s.in_rs + kb * s.in_ks, s.sh);
       const int kn = s.K - kb < kblk ? s.K - kb : kblk;
       const Acc* frow = s.f + kb * s.f_ks + n0 * s.f_ns;
 #if defined(__CUDACC__)
@@ -336,7 +338,7 @@ SK_KRON_FN void step_thread(const StepDesc<Acc>& s, int tid, int nt) {
       SK_KRON_UNROLL
       for (int v = 0; v < RN; ++v) {
         const int n = n0 + v;
-        if (n < s.N) s.out[cbase[u] + swz(lrow[u] * s.out_rs + n * s.out_ns)] = acc[u][v];
+        if (n < s.N) s.out[cbase[u] + swz(lrow[u] * s.out_rs + n * s.out_ns, s.sh)] = acc[u][v];
       }
     }
   }
@@ -352,7 +354,7 @@ SK_KRON_FN StepDesc<Acc> forward_step(const FusedArgs& a, int t, const Acc* in, 
   s.lc = md.lc; s.div_lc = md.div_lc; s.rows = a.tm * a.tl * md.lc;
   s.K = md.p; s.N = md.q;
   s.in_rs = md.p; s.in_ks = 1; s.out_rs = 1; s.out_ns = md.lc;
-  s.csp = a.csp;
+  s.csp = a.csp; s.sh = a.sh;
   return s;
 }
 
@@ -366,7 +368,7 @@ SK_KRON_FN StepDesc<Acc> reverse_step(const FusedArgs& a, int t, const Acc* in, 
   s.lc = md.lc; s.div_lc = md.div_lc; s.rows = a.tm * a.tl * md.lc;
   s.K = md.q; s.N = md.p;
   s.in_rs = 1; s.in_ks = md.lc; s.out_rs = md.p; s.out_ns = 1;
-  s.csp = a.csp;
+  s.csp = a.csp; s.sh = a.sh;
   return s;
 }
 
@@ -380,7 +382,7 @@ struct GradDesc {
   const Acc* g = nullptr;  ///< gradient of the state after it: chunks (q, lc)
   int rows = 0, lc = 0;
   FastDiv div_lc;
-  int p = 0, q = 0, csp = 0;
+  int p = 0, q = 0, csp = 0, sh = 5;
   Acc* scratch = nullptr;
 };
 
@@ -419,9 +421,9 @@ SK_KRON_FN void grad_tiles_thread(const GradDesc<Acc>& d, int tid, int nt) {
       const int cb = c * d.csp;
       Acc tv[GT], gv[GT];
       SK_KRON_UNROLL
-      for (int a = 0; a < GT; ++a) tv[a] = i0 + a < d.p ? d.t[cb + swz(l * d.p + i0 + a)] : Acc(0);
+      for (int a = 0; a < GT; ++a) tv[a] = i0 + a < d.p ? d.t[cb + swz(l * d.p + i0 + a, d.sh)] : Acc(0);
       SK_KRON_UNROLL
-      for (int b = 0; b < GT; ++b) gv[b] = j0 + b < d.q ? d.g[cb + swz((j0 + b) * d.lc + l)] : Acc(0);
+      for (int b = 0; b < GT; ++b) gv[b] = j0 + b < d.q ? d.g[cb + swz((j0 + b) * d.lc + l, d.sh)] : Acc(0);
       SK_KRON_UNROLL
       for (int a = 0; a < GT; ++a) {
         SK_KRON_UNROLL
@@ -531,6 +533,7 @@ SK_KRON_PROGRAM void fused_backward_program(const FusedArgs& a, Exec& ex, typena
       gd.p = md.p;
       gd.q = md.q;
       gd.csp = a.csp;
+      gd.sh = a.sh;
       gd.scratch = scratch;
       ex.phase([&](int tid) { grad_tiles_thread<Acc>(gd, tid, nt); });
       Acc* mpart = part + md.part_off;
