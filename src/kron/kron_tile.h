@@ -268,6 +268,38 @@ SK_KRON_FN void load_frow(const Acc* p, int ns, Acc (&out)[RN]) {
   for (int v = 0; v < RN; ++v) out[v] = p[v * ns];
 }
 
+/// The K loop of one work item: acc[u][v] += Σ_k in(row u, k) · f(k, n0 + v). With `kUnit` the
+/// elements of a run are adjacent in shared memory (compile-time stride 1: the unrolled loads use
+/// immediate offsets); otherwise they are `kstep` apart, or (kblk = 1) each address is computed.
+template <typename Acc, int RN, bool kUnit>
+SK_KRON_FN void step_kloop(const StepDesc<Acc>& s, const int (&cbase)[kRowsPerThread],
+                           const int (&lrow)[kRowsPerThread], int n0, int kblk, int kstep,
+                           Acc (&acc)[kRowsPerThread][RN]) {
+  constexpr int RM = kRowsPerThread;
+  for (int kb = 0; kb < s.K; kb += kblk) {
+    const Acc* ap[RM];
+    SK_KRON_UNROLL
+    for (int u = 0; u < RM; ++u) ap[u] = s.in + cbase[u] + swz(lrow[u] * s.in_rs + kb * s.in_ks, s.sh);
+    const int kn = s.K - kb < kblk ? s.K - kb : kblk;
+    const Acc* frow = s.f + kb * s.f_ks + n0 * s.f_ns;
+#if defined(__CUDACC__)
+#pragma unroll 4
+#endif
+    for (int kk = 0; kk < kn; ++kk) {
+      Acc fv[RN];
+      load_frow<Acc, RN>(frow + kk * s.f_ks, s.f_ns, fv);
+      Acc av[RM];
+      SK_KRON_UNROLL
+      for (int u = 0; u < RM; ++u) av[u] = kUnit ? ap[u][kk] : ap[u][kk * kstep];
+      SK_KRON_UNROLL
+      for (int u = 0; u < RM; ++u) {
+        SK_KRON_UNROLL
+        for (int v = 0; v < RN; ++v) acc[u][v] += av[u] * fv[v];
+      }
+    }
+  }
+}
+
 template <typename Acc, int RN>
 SK_KRON_FN void step_thread(const StepDesc<Acc>& s, int tid, int nt) {
   constexpr int RM = kRowsPerThread;
@@ -290,6 +322,13 @@ SK_KRON_FN void step_thread(const StepDesc<Acc>& s, int tid, int nt) {
     kblk = s.K;
     kstep = s.in_ks + (s.in_ks >> s.sh);
   }
+  // The same for the RN outputs of a row: a constant address step when they are out_ns apart with
+  // out_ns a multiple of P, or adjacent within one padding period; else computed per output.
+  int ostep = 0;
+  if (s.out_ns % period == 0)
+    ostep = s.out_ns + (s.out_ns >> s.sh);
+  else if (s.out_ns == 1 && period % RN == 0 && (s.out_rs % period == 0 || period % s.out_rs == 0))
+    ostep = 1;
   for (int w = warp; w < items; w += nwarps) {
     const int rt = w / col_groups;
     const int n0 = (w - rt * col_groups) * RN;
@@ -310,35 +349,24 @@ SK_KRON_FN void step_thread(const StepDesc<Acc>& s, int tid, int nt) {
       SK_KRON_UNROLL
       for (int v = 0; v < RN; ++v) acc[u][v] = Acc(0);
     }
-    for (int kb = 0; kb < s.K; kb += kblk) {
-      int pb[RM];
-      SK_KRON_UNROLL
-      for (int u = 0; u < RM; ++u) pb[u] = cbase[u] + swz(lrow[u] * s.in_rs + kb * s.in_ks, s.sh);
-      const int kn = s.K - kb < kblk ? s.K - kb : kblk;
-      const Acc* frow = s.f + kb * s.f_ks + n0 * s.f_ns;
-#if defined(__CUDACC__)
-#pragma unroll 4
-#endif
-      for (int kk = 0; kk < kn; ++kk) {
-        Acc fv[RN];
-        load_frow<Acc, RN>(frow + kk * s.f_ks, s.f_ns, fv);
-        Acc av[RM];
-        SK_KRON_UNROLL
-        for (int u = 0; u < RM; ++u) av[u] = s.in[pb[u] + kk * kstep];
-        SK_KRON_UNROLL
-        for (int u = 0; u < RM; ++u) {
-          SK_KRON_UNROLL
-          for (int v = 0; v < RN; ++v) acc[u][v] += av[u] * fv[v];
-        }
-      }
-    }
+    if (kstep == 1)
+      step_kloop<Acc, RN, true>(s, cbase, lrow, n0, kblk, kstep, acc);
+    else
+      step_kloop<Acc, RN, false>(s, cbase, lrow, n0, kblk, kstep, acc);
     SK_KRON_UNROLL
     for (int u = 0; u < RM; ++u) {
       if (!ok[u]) continue;
-      SK_KRON_UNROLL
-      for (int v = 0; v < RN; ++v) {
-        const int n = n0 + v;
-        if (n < s.N) s.out[cbase[u] + swz(lrow[u] * s.out_rs + n * s.out_ns, s.sh)] = acc[u][v];
+      if (ostep != 0) {
+        Acc* o = s.out + cbase[u] + swz(lrow[u] * s.out_rs + n0 * s.out_ns, s.sh);
+        SK_KRON_UNROLL
+        for (int v = 0; v < RN; ++v)
+          if (n0 + v < s.N) o[v * ostep] = acc[u][v];
+      } else {
+        SK_KRON_UNROLL
+        for (int v = 0; v < RN; ++v) {
+          const int n = n0 + v;
+          if (n < s.N) s.out[cbase[u] + swz(lrow[u] * s.out_rs + n * s.out_ns, s.sh)] = acc[u][v];
+        }
       }
     }
   }
