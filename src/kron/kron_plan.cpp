@@ -2,18 +2,23 @@
 // kernel, and the workspace layout. Host code shared by the CPU and CUDA backends (the CPU backend
 // plans for a virtual GPU so that its tests exercise the same groups and tiles).
 //
-// Tile table (how each fused kernel is shaped, and why):
-//   factor p or q > 64        → one mode per cuBLAS strided-batched GEMM (kMaxFusedDim)
+// Tile table (how each kernel is shaped, and why):
+//   factor p or q > 64        → one mode per cuBLAS strided-batched GEMM (kMaxFusedDim: such a
+//                               factor would fill most of a block's shared memory, and cuBLAS is
+//                               efficient at that size)
 //   single factor (n = 1)     → one plain cuBLAS GEMM: X·F is exactly a GEMM, cuBLAS's is tuned
-//   otherwise                 → fused groups, greedily from the last mode, as long as the group's
-//                               largest chunk state fits the shared-memory budget with one chunk
+//   otherwise                 → fused groups of consecutive modes whose largest chunk state fits
+//                               the shared-memory budget; among the groupings that fit, the one
+//                               with the least estimated memory traffic (choose_groups)
 //   register tile             → 4 rows × 8 columns per thread; 4 columns when every q (and p in
 //                               the backward) is ≤ 4, where an 8-wide tile would be mostly padding
+//   shared-memory padding     → one slot per 32 elements; per 64 when every p is 64 (see swz)
 //   chunks per block C        → as many as the budget allows, up to ~8192 elements per buffer
-//                               (32 KB of fp32: enough rows for all 8 warps' tiles, and two or
-//                               three blocks per SM), and no more than leaves ≥ 2 tiles per SM
+//                               (32 KB of fp32: enough rows for all 8 warps' tiles, and two
+//                               blocks per SM), and no more than leaves ≥ 2 tiles per SM
 //   tile shape (tm × tl)      → tl consecutive outer indices first (the output of a chunk is
 //                               strided by L; neighbouring l make the stores contiguous), rows after
+//   backward grid             → persistent, two blocks per SM: each block keeps one partial ∂ℓ/∂F
 #include <algorithm>
 #include <limits>
 

@@ -434,9 +434,16 @@ SK_KRON_FN void grad_tiles_thread(const GradDesc<Acc>& d, int tid, int nt) {
   const int tiles_j = (d.q + GT - 1) / GT;
   const int tiles = ((d.p + GT - 1) / GT) * tiles_j;
   const int rs = grad_splits(d.p, d.q, nt);
+  // A row's 4 T values l·p + i0 … +3 are adjacent in shared memory when p is a multiple of the
+  // padding period or divides it; its 4 G values (j0 … j0+3)·lc + l are a constant step apart
+  // when lc is a multiple of the period. Full tiles then load from two base addresses per row.
+  const int period = 1 << d.sh;
+  const bool t_adjacent = d.p % period == 0 || period % d.p == 0;
+  const int gstep = d.lc % period == 0 ? d.lc + (d.lc >> d.sh) : 0;
   for (int w = tid; w < tiles * rs; w += nt) {
     const int split = w % rs, tile = w / rs;
     const int i0 = (tile / tiles_j) * GT, j0 = (tile % tiles_j) * GT;
+    const bool fast = t_adjacent && gstep != 0 && i0 + GT <= d.p && j0 + GT <= d.q;
     Acc acc[GT][GT];
     SK_KRON_UNROLL
     for (int a = 0; a < GT; ++a) {
@@ -448,10 +455,20 @@ SK_KRON_FN void grad_tiles_thread(const GradDesc<Acc>& d, int tid, int nt) {
       const int l = r - c * d.lc;
       const int cb = c * d.csp;
       Acc tv[GT], gv[GT];
-      SK_KRON_UNROLL
-      for (int a = 0; a < GT; ++a) tv[a] = i0 + a < d.p ? d.t[cb + swz(l * d.p + i0 + a, d.sh)] : Acc(0);
-      SK_KRON_UNROLL
-      for (int b = 0; b < GT; ++b) gv[b] = j0 + b < d.q ? d.g[cb + swz((j0 + b) * d.lc + l, d.sh)] : Acc(0);
+      if (fast) {
+        const Acc* tp = d.t + cb + swz(l * d.p + i0, d.sh);
+        const Acc* gp = d.g + cb + swz(j0 * d.lc + l, d.sh);
+        SK_KRON_UNROLL
+        for (int a = 0; a < GT; ++a) tv[a] = tp[a];
+        SK_KRON_UNROLL
+        for (int b = 0; b < GT; ++b) gv[b] = gp[b * gstep];
+      } else {
+        SK_KRON_UNROLL
+        for (int a = 0; a < GT; ++a) tv[a] = i0 + a < d.p ? d.t[cb + swz(l * d.p + i0 + a, d.sh)] : Acc(0);
+        SK_KRON_UNROLL
+        for (int b = 0; b < GT; ++b)
+          gv[b] = j0 + b < d.q ? d.g[cb + swz((j0 + b) * d.lc + l, d.sh)] : Acc(0);
+      }
       SK_KRON_UNROLL
       for (int a = 0; a < GT; ++a) {
         SK_KRON_UNROLL
