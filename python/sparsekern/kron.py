@@ -203,6 +203,8 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
     """
     if left:
         factors, x = a, b
+        if isinstance(factors, nn.ParameterList):
+            factors = list(factors)
         if isinstance(factors, torch.Tensor) or not isinstance(factors, (list, tuple)):
             raise TypeError(
                 f"`factors` must be a list or tuple of 2-D tensors; got {type(factors).__name__} "
@@ -219,6 +221,8 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
             raise ValueError("`x` must have at least 1 dim for left=True; got a 0-D tensor")
         return kron_matmul(x.mT, ft).mT
     x, factors = a, b
+    if isinstance(factors, nn.ParameterList):
+        factors = list(factors)
     if isinstance(factors, (list, tuple)) and _needs_graph(x, factors):
         return _kron_op(x, list(factors))
     return _forward(x, factors)
@@ -331,7 +335,7 @@ class KronLinear(nn.Module):
                 self.bias.uniform_(-b, b)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = kron_matmul(x, list(self.factors))
+        y = kron_matmul(x, self.factors)
         return y + self.bias if self.bias is not None else y
 
     @property

@@ -205,7 +205,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
 
     if (seg.kind == SegKind::gemm) {
       const ModeDims& d = modes[seg.first];
-      // Partial products of ∂ℓ/∂F: at most 64 MiB of them per cuBLAS call.
+      // Partial products of ∂ℓ/∂F per cuBLAS call: at most 64 MiB of them (bounds the workspace
+      // while keeping each batched call large enough to fill the GPU).
       const long long per = d.p * d.q * static_cast<long long>(as);
       seg.gemm_chunk = seg.L == 1 ? 1 : std::clamp<long long>((64LL << 20) / per, 1, std::max<long long>(M, 1));
       continue;

@@ -403,3 +403,21 @@ def test_compile_traces_custom_op():
         assert kron_matmul(fx, ffs).shape == (2, 3, 20)
         with pytest.raises(ValueError, match=r"`x` must have last dim 6"):
             kron_matmul(torch.empty(2, 5), ffs)
+
+
+def test_compile_fullgraph_module():
+    """KronLinear under torch.compile(fullgraph=True): forward and backward through the custom ops."""
+    m = KronLinear([(3, 4), (2, 5)], dtype=torch.float64)
+    x = torch.randn(7, 6, dtype=torch.float64, requires_grad=True)
+    compiled = torch.compile(lambda x: m(x).square().sum(), backend="aot_eager", fullgraph=True)
+    y = compiled(x)
+    y.backward()
+    gx, gf = x.grad.clone(), [f.grad.clone() for f in m.factors]
+    x.grad = None
+    m.zero_grad()
+    y_ref = m(x).square().sum()
+    y_ref.backward()
+    assert rel_error(y, y_ref) <= 1e-12
+    assert rel_error(gx, x.grad) <= 1e-12
+    for a, f in zip(gf, m.factors):
+        assert rel_error(a, f.grad) <= 1e-12
