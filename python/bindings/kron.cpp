@@ -48,7 +48,7 @@ KronOperands operands(const AnyArray& x, const nb::sequence& factors) {
 }
 
 kron::MatmulParams forward_params(const KronOperands& o, const AnyArray& out, bool allow_tf32,
-                                  const nb::object& workspace, const nb::object& blas_workspace) {
+                                  Workspace blas_workspace) {
   kron::MatmulParams p;
   p.dtype = o.dtype;
   p.device = o.device;
@@ -57,8 +57,7 @@ kron::MatmulParams forward_params(const KronOperands& o, const AnyArray& out, bo
   p.num_factors = static_cast<int>(o.factors.size());
   p.y = mutable_view(BatchedMatrix{1, matrix2d(out, "out", o.dtype, o.device)});
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
-  p.workspace = workspace_of(workspace);
-  p.blas_workspace = workspace_of(blas_workspace);
+  p.blas_workspace = blas_workspace;
   return p;
 }
 
@@ -67,8 +66,7 @@ kron::MatmulBackwardParams backward_params(const KronOperands& o, const AnyArray
                                            const nb::object& grad_x, const nb::sequence& grad_factors,
                                            std::vector<AnyArray>& keep,
                                            std::vector<MutableMatrixView>& grad_views, bool allow_tf32,
-                                           const nb::object& workspace,
-                                           const nb::object& blas_workspace) {
+                                           Workspace blas_workspace) {
   kron::MatmulBackwardParams p;
   p.dtype = o.dtype;
   p.device = o.device;
@@ -95,20 +93,29 @@ kron::MatmulBackwardParams backward_params(const KronOperands& o, const AnyArray
   }
   p.grad_factors = grad_views.data();
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
-  p.workspace = workspace_of(workspace);
-  p.blas_workspace = workspace_of(blas_workspace);
+  p.blas_workspace = blas_workspace;
   return p;
 }
 
-/// The workspace: `alloc(nbytes)` (a DLPack byte buffer from the caller's allocator) when needed.
-/// The returned array owns the buffer: it must outlive the call that uses it.
-AnyArray allocate(const nb::object& alloc, std::size_t nbytes) {
-  if (nbytes == 0 || alloc.is_none()) return AnyArray();
-  return nb::cast<AnyArray>(alloc(nbytes));
+Workspace raw_workspace(std::uintptr_t ptr, std::size_t bytes) {
+  return Workspace{reinterpret_cast<void*>(ptr), bytes};
 }
 
-Workspace workspace_in(const AnyArray& a) {
-  return a.is_valid() ? Workspace{a.data(), a.nbytes()} : Workspace{};
+/// The op's workspace, when it needs one, from the caller's allocator: `alloc(nbytes)` returns
+/// (pointer, bytes, owner) — e.g. a torch uint8 tensor's data_ptr, its size, and the tensor. The
+/// returned object owns the memory and must outlive the call that uses it.
+struct Allocation {
+  nb::object owner;
+  Workspace ws{};
+};
+
+Allocation allocate(const nb::object& alloc, std::size_t nbytes) {
+  Allocation a;
+  if (nbytes == 0 || alloc.is_none()) return a;
+  a.owner = alloc(nbytes);
+  nb::sequence t = nb::cast<nb::sequence>(a.owner);
+  a.ws = raw_workspace(nb::cast<std::uintptr_t>(t[0]), nb::cast<std::size_t>(t[1]));
+  return a;
 }
 
 }  // namespace
@@ -117,40 +124,42 @@ void register_kron(nb::module_& m) {
   m.def(
       "kron_matmul",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out, const nb::object& alloc,
-         const nb::object& blas_workspace, bool allow_tf32, std::uintptr_t stream) {
+         std::uintptr_t blas_ptr, std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream) {
         const KronOperands o = operands(x, factors);
-        kron::MatmulParams p = forward_params(o, out, allow_tf32, nb::none(), blas_workspace);
-        const AnyArray ws = allocate(alloc, kron::matmul_workspace_size(p));
-        p.workspace = workspace_in(ws);
+        kron::MatmulParams p = forward_params(o, out, allow_tf32, raw_workspace(blas_ptr, blas_bytes));
+        const Allocation ws = allocate(alloc, kron::matmul_workspace_size(p));
+        p.workspace = ws.ws;
         kron::matmul(p, as_stream(stream));
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("out"), nb::arg("alloc") = nb::none(),
-      nb::arg("blas_workspace") = nb::none(), nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
-      "out ← x · (factors[0] ⊗ … ⊗ factors[n−1]); x (M, P), out (M, Q). `alloc(nbytes)` returns a "
-      "byte buffer (DLPack) on the operands' device for the workspace, when one is needed");
+      nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
+      nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+      "out ← x · (factors[0] ⊗ … ⊗ factors[n−1]); x (M, P), out (M, Q). When the op needs a "
+      "workspace, `alloc(nbytes)` returns (pointer, bytes, owner) of a buffer on the operands' "
+      "device; the blas workspace is cuBLAS scratch for steps with large factors");
   m.def(
       "kron_matmul_workspace_size",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out) {
         const KronOperands o = operands(x, factors);
-        return kron::matmul_workspace_size(forward_params(o, out, false, nb::none(), nb::none()));
+        return kron::matmul_workspace_size(forward_params(o, out, false, Workspace{}));
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("out"));
   m.def(
       "kron_matmul_backward",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,
-         const nb::sequence& grad_factors, const nb::object& alloc, const nb::object& blas_workspace,
-         bool allow_tf32, std::uintptr_t stream) {
+         const nb::sequence& grad_factors, const nb::object& alloc, std::uintptr_t blas_ptr,
+         std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream) {
         const KronOperands o = operands(x, factors);
         std::vector<AnyArray> keep;
         std::vector<MutableMatrixView> views;
         kron::MatmulBackwardParams p = backward_params(o, grad_y, grad_x, grad_factors, keep, views,
-                                                       allow_tf32, nb::none(), blas_workspace);
-        const AnyArray ws = allocate(alloc, kron::matmul_backward_workspace_size(p));
-        p.workspace = workspace_in(ws);
+                                                       allow_tf32, raw_workspace(blas_ptr, blas_bytes));
+        const Allocation ws = allocate(alloc, kron::matmul_backward_workspace_size(p));
+        p.workspace = ws.ws;
         kron::matmul_backward(p, as_stream(stream));
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(), nb::arg("grad_factors"),
-      nb::arg("alloc") = nb::none(), nb::arg("blas_workspace") = nb::none(),
+      nb::arg("alloc") = nb::none(), nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
       nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
       "grad_x ← grad_y · (F1ᵀ ⊗ … ⊗ Fnᵀ) and grad_factors[k] ← ∂ℓ/∂Fk (None entries are skipped)");
   m.def(
@@ -160,8 +169,8 @@ void register_kron(nb::module_& m) {
         const KronOperands o = operands(x, factors);
         std::vector<AnyArray> keep;
         std::vector<MutableMatrixView> views;
-        return kron::matmul_backward_workspace_size(backward_params(
-            o, grad_y, grad_x, grad_factors, keep, views, false, nb::none(), nb::none()));
+        return kron::matmul_backward_workspace_size(
+            backward_params(o, grad_y, grad_x, grad_factors, keep, views, false, Workspace{}));
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(),
       nb::arg("grad_factors"));

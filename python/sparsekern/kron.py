@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
+from ._core import _workspaces, as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
 
@@ -74,13 +74,20 @@ def _rows(t: torch.Tensor, cols: int) -> torch.Tensor:
 
 
 def _allocator(device: torch.device):
+    """Workspace allocator handed to the native op: (pointer, bytes, owning tensor), from torch's
+    caching allocator on the current stream (freed right after the launch, stream-ordered)."""
     def alloc(nbytes: int):
-        return as_dlpack(torch.empty(nbytes, dtype=torch.uint8, device=device))
+        buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        return buf.data_ptr(), nbytes, buf
     return alloc
 
 
-def _blas(t: torch.Tensor, stream: int):
-    return as_dlpack(cublas_workspace(t, stream)) if t.is_cuda else None
+def _blas(t: torch.Tensor, stream: int) -> tuple[int, int]:
+    """(pointer, bytes) of the stream's cuBLAS workspace ((0, 0) on the CPU)."""
+    if not t.is_cuda:
+        return 0, 0
+    ws = _workspaces.get((t.get_device(), stream)) or cublas_workspace(t, stream)
+    return ws[0], ws[1]
 
 
 def _allow_tf32(t: torch.Tensor) -> bool:
@@ -99,7 +106,7 @@ def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> torch.Tensor:
         fs = [_factor_ready(f) for f in factors]
         stream = stream_of(x)
         _C.kron_matmul(as_dlpack(x2), [as_dlpack(f) for f in fs], as_dlpack(out), _allocator(x.device),
-                       _blas(x, stream), _allow_tf32(x), stream)
+                       *_blas(x, stream), _allow_tf32(x), stream)
     return out.view(*batch, Q)
 
 
@@ -119,7 +126,7 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
             as_dlpack(x2), [as_dlpack(f) for f in fs], as_dlpack(g2),
             as_dlpack(gx) if gx is not None and gx.numel() > 0 else None,
             [as_dlpack(g) if g is not None else None for g in gfs],
-            _allocator(x.device), _blas(x, stream), _allow_tf32(x), stream)
+            _allocator(x.device), *_blas(x, stream), _allow_tf32(x), stream)
     # Unwanted gradients are fresh empty tensors (custom-op outputs must not alias each other).
     out = [gx.view(x.shape) if gx is not None else x.new_empty(0)]
     out += [g if g is not None else x.new_empty(0) for g in gfs]

@@ -150,7 +150,8 @@ def test_native_writes_every_output(device, dtype, batch, shapes):
     out = torch.full((batch, Q), float("nan"), dtype=dtype, device=device)
 
     def alloc(n):
-        return as_dlpack(torch.full((n,), 255, dtype=torch.uint8, device=device))  # NaN-ish bytes
+        buf = torch.full((n,), 255, dtype=torch.uint8, device=device)  # NaN bytes: poisoned scratch
+        return buf.data_ptr(), n, buf
 
     _C.kron_matmul(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(out), alloc)
     ref = _reference(x, fs)
