@@ -69,3 +69,23 @@ if(SPARSEKERN_WITH_CUDA)
     src/inplace/norm_cuda.cu
     src/inplace/square_matmul_cuda.cu)
 endif()
+
+# kron: Kronecker-factored products Y = X·(F1⊗…⊗Fn), forward and backward (include/sparsekern/kron.h).
+# The fused kernels are instantiated once per (direction, dtype) in their own file, so they build in
+# parallel and a change to one recompiles little.
+target_sources(sparsekern PRIVATE
+  src/kron/kron_matmul.cpp
+  src/kron/kron_plan.cpp
+  src/kron/kron_matmul_cpu.cpp)
+if(SPARSEKERN_WITH_CUDA)
+  target_sources(sparsekern PRIVATE
+    src/kron/kron_matmul_cuda.cu
+    src/kron/kron_fused_fwd_f16.cu
+    src/kron/kron_fused_fwd_bf16.cu
+    src/kron/kron_fused_fwd_f32.cu
+    src/kron/kron_fused_fwd_f64.cu
+    src/kron/kron_fused_bwd_f16.cu
+    src/kron/kron_fused_bwd_bf16.cu
+    src/kron/kron_fused_bwd_f32.cu
+    src/kron/kron_fused_bwd_f64.cu)
+endif()

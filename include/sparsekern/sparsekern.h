@@ -7,5 +7,6 @@
 #include <sparsekern/error.h>
 #include <sparsekern/handles.h>
 #include <sparsekern/inplace.h>
+#include <sparsekern/kron.h>
 #include <sparsekern/semi.h>
 #include <sparsekern/types.h>

@@ -78,4 +78,5 @@ NB_MODULE(_C, m) {
   bindings::register_csr(m);
   bindings::register_semi(m);
   bindings::register_inplace(m);
+  bindings::register_kron(m);
 }

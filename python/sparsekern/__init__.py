@@ -21,6 +21,7 @@ from .inplace import (
     square_matmul,
     square_matmul_workspace_size,
 )
+from .kron import KronLinear, kron_matmul
 from .semi import SemiStructuredLinear, prune_2to4, semi_plan_stats
 
 __version__ = _C.version()
@@ -29,7 +30,8 @@ __all__ = ["matmul", "matmul_transb", "built_with_cuda", "cuda_available", "__ve
            "CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache",
            "SemiStructuredLinear", "prune_2to4", "semi_plan_stats",
            "inplace_softmax", "inplace_softmax_backward", "inplace_layer_norm", "inplace_rms_norm",
-           "square_matmul", "square_matmul_workspace_size", "inplace_linear"]
+           "square_matmul", "square_matmul_workspace_size", "inplace_linear",
+           "kron_matmul", "KronLinear"]
 
 
 def built_with_cuda() -> bool:

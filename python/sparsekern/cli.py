@@ -43,7 +43,13 @@ def main(argv=None) -> int:
     size.add_argument("--full", dest="quick", action="store_false", help="the full target grid of every family")
     pb.add_argument("--json", default="sparsekern-bench.json", help="where to write the JSON results")
 
+    from . import kron_cli
+
+    kron_cli.add_parser(sub)  # `sparsekern kron …`: runs through args.handler
+
     args = p.parse_args(argv)
+    if getattr(args, "handler", None) is not None:
+        return args.handler(args)
     dev = _device(args.device)
     if args.cmd == "check":
         rows = check.run(dev, args.family, quick=args.quick)

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-FAMILIES = ["dense", "csr", "semi", "inplace"]
+FAMILIES = ["dense", "csr", "semi", "inplace", "kron"]
 
 
 def best_device() -> torch.device:

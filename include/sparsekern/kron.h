@@ -1,0 +1,103 @@
+#pragma once
+/// @file kron.h
+/// @brief Kronecker-factored products Y = X · (F1 ⊗ F2 ⊗ … ⊗ Fn), forward and backward, without
+///        ever forming the Kronecker product.
+///
+/// ## The product
+/// X is M × P with P = p1·p2·…·pn, factor Fk is pk × qk, Y is M × Q with Q = q1·q2·…·qn.
+/// Column indices are mixed-radix with the first factor most significant, as in torch.kron:
+/// column (i1, …, in) of X is i1·(p2…pn) + i2·(p3…pn) + … + in, and
+///
+///     Y[m, (j1…jn)] = Σ_{i1…in} X[m, (i1…in)] · F1[i1, j1] · F2[i2, j2] · … · Fn[in, jn].
+///
+/// The left product (F1 ⊗ … ⊗ Fn) · Z equals (Zᵀ · (F1ᵀ ⊗ … ⊗ Fnᵀ))ᵀ: this op on transposed views.
+///
+/// ## Algorithm (one mode at a time, last mode first: the "shuffle" algorithm)
+/// A state T of shape (M, L, p) — p the last mode of the row — becomes T' of shape (M, q, L) with
+///
+///     T'[m, j, l] = Σ_i T[m, l, i] · F[i, j],
+///
+/// i.e. the contracted mode moves to the front. Starting from T_{n+1} = X and applying Fn, …, F1
+/// gives T_k with layout (j_k, …, j_n, i_1, …, i_{k−1}) and finally T_1 = Y in natural order.
+/// Consecutive modes whose factors are small (p, q ≤ 64) are *fused*: a thread block loads the
+/// contiguous slice of the state that those modes span (a "chunk") into shared memory, applies all
+/// of their factors there, and writes the result once, so the intermediate states never touch
+/// global memory. Larger factors run one mode at a time through cuBLAS (strided-batched GEMM).
+///
+/// ## Backward (G = ∂ℓ/∂Y)
+///     ∂ℓ/∂X   = G · (F1ᵀ ⊗ … ⊗ Fnᵀ)
+///     ∂ℓ/∂Fk  = Σ_m Σ_l T_{k+1}[m, l, :]ᵀ · G_k[m, :, l]          (pk × qk)
+/// where T_{k+1} (M, L_k, pk) is the forward state just before mode k and G_k = ∂ℓ/∂T_k (M, qk, L_k)
+/// is G pulled back through modes 1…k−1:
+///     G_1 = G,    G_{k+1}[m, l, i] = Σ_j G_k[m, j, l] · Fk[i, j]      and ∂ℓ/∂X = G_{n+1}.
+/// Both chains share the index l = (j_{k+1}…j_n, i_1…i_{k−1}), so every ∂ℓ/∂Fk is one contraction
+/// of two states. The backward recomputes the forward states (nothing is saved by the forward):
+/// inside a fused group they are kept in shared memory; between groups they are stored in the
+/// caller's workspace.
+///
+/// Precision: accumulation and the fused intermediates are fp32 for f16/bf16/f32 and fp64 for f64;
+/// states stored between groups have the operands' dtype. The fused kernels never use TF32; cuBLAS
+/// steps use it only when `fp32_math` allows.
+
+#include <sparsekern/dense.h>
+#include <sparsekern/types.h>
+
+#include <cstddef>
+#include <string>
+
+namespace sparsekern::kron {
+
+/// Parameters of Y = X · (F1 ⊗ … ⊗ Fn).
+///
+/// All operands share `dtype` and `device`. Factors are strided views (a transposed factor costs no
+/// copy) with a unit stride along one of their two dims; X and Y have a unit column stride.
+struct MatmulParams {
+  DType dtype = DType::f32;
+  Device device{};
+  MatrixView x{};                       ///< M × P (batch_stride ignored)
+  const MatrixView* factors = nullptr;  ///< `num_factors` views, Fk: pk × qk, pk, qk ≥ 1
+  int num_factors = 0;
+  MutableMatrixView y{};                ///< M × Q; must not overlap x
+  dense::Fp32Math fp32_math = dense::Fp32Math::ieee;  ///< whether cuBLAS steps may use TF32 for f32
+  Workspace workspace{};                ///< at least matmul_workspace_size(*this) bytes on `device`
+  Workspace blas_workspace{};           ///< optional cuBLAS workspace (see dense::gemm_workspace_size)
+};
+
+/// Bytes of `workspace` that matmul() needs for these shapes, dtype and device (0 when every
+/// factor fits in one fused group). Data pointers are not read.
+std::size_t matmul_workspace_size(const MatmulParams& p);
+
+/// Validates `p` and computes Y on `p.device` (CPU, or CUDA on `stream`). Throws InvalidArgument /
+/// TypeMismatch / BackendUnavailable / CudaError; never synchronises the host.
+void matmul(const MatmulParams& p, Stream stream);
+
+/// Parameters of the backward of Y = X · (F1 ⊗ … ⊗ Fn): ∂ℓ/∂X and ∂ℓ/∂Fk given G = ∂ℓ/∂Y.
+struct MatmulBackwardParams {
+  DType dtype = DType::f32;
+  Device device{};
+  MatrixView x{};                       ///< M × P, the forward input
+  const MatrixView* factors = nullptr;  ///< as in MatmulParams
+  int num_factors = 0;
+  MatrixView grad_y{};                  ///< M × Q, unit column stride
+  MutableMatrixView grad_x{};           ///< M × P, unit column stride; data == nullptr: not wanted
+  /// `num_factors` outputs, ∂ℓ/∂Fk of shape pk × qk with any strides; an entry with
+  /// data == nullptr (or a nullptr array) is not wanted. Outputs must not overlap any operand.
+  const MutableMatrixView* grad_factors = nullptr;
+  dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+  Workspace workspace{};                ///< at least matmul_backward_workspace_size(*this) bytes
+  Workspace blas_workspace{};
+};
+
+/// Bytes of `workspace` that matmul_backward() needs (depends on which gradients are wanted).
+std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p);
+
+/// Validates `p` and computes the wanted gradients (each written in full, with no accumulation
+/// into the old contents). Throws like matmul().
+void matmul_backward(const MatmulBackwardParams& p, Stream stream);
+
+/// One line per kernel of the execution plan matmul() (or, with `backward`, matmul_backward())
+/// would run for these shapes on this device: fused groups with their tiles, cuBLAS steps. For
+/// diagnostics and benchmark reports.
+std::string describe_plan(const MatmulParams& p, bool backward = false);
+
+}  // namespace sparsekern::kron

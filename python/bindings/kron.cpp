@@ -1,0 +1,193 @@
+// Bindings of the Kronecker family (sparsekern/kron.h).
+#include <sparsekern/kron.h>
+
+#include <nanobind/stl/string.h>
+
+#include <vector>
+
+#include "common.h"
+
+namespace sparsekern::bindings {
+
+namespace {
+
+/// The operands of one call, converted and checked against `x`'s dtype and device.
+struct KronOperands {
+  DType dtype{};
+  Device device{};
+  MatrixView x{};
+  std::vector<AnyArray> factor_arrays;  // keep the DLPack owners alive for the call
+  std::vector<MatrixView> factors;
+};
+
+MatrixView matrix2d(const AnyArray& a, const std::string& name, DType dtype, Device device) {
+  if (dtype_of(a, name.c_str()) != dtype)
+    throw TypeMismatch("`" + name + "` must have the dtype of `x` (" + dtype_name(dtype) + "); got " +
+                       dtype_name(dtype_of(a, name.c_str())));
+  if (device_of(a, name.c_str()) != device)
+    throw InvalidArgument("`" + name + "` must be on the same device as `x`");
+  if (a.ndim() != 2)
+    throw InvalidArgument("`" + name + "` must be 2-D; got " + std::to_string(a.ndim()) + "-D");
+  return matrix_of(a, name.c_str()).view;
+}
+
+KronOperands operands(const AnyArray& x, const nb::sequence& factors) {
+  KronOperands o;
+  o.dtype = dtype_of(x, "x");
+  o.device = device_of(x, "x");
+  o.x = matrix2d(x, "x", o.dtype, o.device);
+  const std::size_t n = nb::len(factors);
+  o.factor_arrays.reserve(n);
+  o.factors.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    o.factor_arrays.push_back(nb::cast<AnyArray>(factors[k]));
+    o.factors.push_back(
+        matrix2d(o.factor_arrays.back(), "factors[" + std::to_string(k) + "]", o.dtype, o.device));
+  }
+  return o;
+}
+
+kron::MatmulParams forward_params(const KronOperands& o, const AnyArray& out, bool allow_tf32,
+                                  Workspace blas_workspace) {
+  kron::MatmulParams p;
+  p.dtype = o.dtype;
+  p.device = o.device;
+  p.x = o.x;
+  p.factors = o.factors.data();
+  p.num_factors = static_cast<int>(o.factors.size());
+  p.y = mutable_view(BatchedMatrix{1, matrix2d(out, "out", o.dtype, o.device)});
+  p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
+  p.blas_workspace = blas_workspace;
+  return p;
+}
+
+/// Backward parameters; `grad_views` receives the ∂ℓ/∂F views (data == nullptr where None).
+kron::MatmulBackwardParams backward_params(const KronOperands& o, const AnyArray& grad_y,
+                                           const nb::object& grad_x, const nb::sequence& grad_factors,
+                                           std::vector<AnyArray>& keep,
+                                           std::vector<MutableMatrixView>& grad_views, bool allow_tf32,
+                                           Workspace blas_workspace) {
+  kron::MatmulBackwardParams p;
+  p.dtype = o.dtype;
+  p.device = o.device;
+  p.x = o.x;
+  p.factors = o.factors.data();
+  p.num_factors = static_cast<int>(o.factors.size());
+  p.grad_y = matrix2d(grad_y, "grad_y", o.dtype, o.device);
+  if (!grad_x.is_none()) {
+    keep.push_back(nb::cast<AnyArray>(grad_x));
+    p.grad_x = mutable_view(BatchedMatrix{1, matrix2d(keep.back(), "grad_x", o.dtype, o.device)});
+  }
+  const std::size_t n = nb::len(grad_factors);
+  if (n != o.factors.size())
+    throw InvalidArgument("`grad_factors` must have one entry (or None) per factor; got " +
+                          std::to_string(n) + " for " + std::to_string(o.factors.size()) + " factors");
+  keep.reserve(keep.size() + n);
+  grad_views.assign(n, MutableMatrixView{});
+  for (std::size_t k = 0; k < n; ++k) {
+    nb::object item = grad_factors[k];
+    if (item.is_none()) continue;
+    keep.push_back(nb::cast<AnyArray>(item));
+    grad_views[k] = mutable_view(BatchedMatrix{
+        1, matrix2d(keep.back(), "grad_factors[" + std::to_string(k) + "]", o.dtype, o.device)});
+  }
+  p.grad_factors = grad_views.data();
+  p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
+  p.blas_workspace = blas_workspace;
+  return p;
+}
+
+Workspace raw_workspace(std::uintptr_t ptr, std::size_t bytes) {
+  return Workspace{reinterpret_cast<void*>(ptr), bytes};
+}
+
+/// The op's workspace, when it needs one, from the caller's allocator: `alloc(nbytes)` returns
+/// (pointer, bytes, owner) — e.g. a torch uint8 tensor's data_ptr, its size, and the tensor. The
+/// returned object owns the memory and must outlive the call that uses it.
+struct Allocation {
+  nb::object owner;
+  Workspace ws{};
+};
+
+Allocation allocate(const nb::object& alloc, std::size_t nbytes) {
+  Allocation a;
+  if (nbytes == 0 || alloc.is_none()) return a;
+  a.owner = alloc(nbytes);
+  nb::sequence t = nb::cast<nb::sequence>(a.owner);
+  a.ws = raw_workspace(nb::cast<std::uintptr_t>(t[0]), nb::cast<std::size_t>(t[1]));
+  return a;
+}
+
+}  // namespace
+
+void register_kron(nb::module_& m) {
+  m.def(
+      "kron_matmul",
+      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out, const nb::object& alloc,
+         std::uintptr_t blas_ptr, std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream) {
+        const KronOperands o = operands(x, factors);
+        kron::MatmulParams p = forward_params(o, out, allow_tf32, raw_workspace(blas_ptr, blas_bytes));
+        const Allocation ws = allocate(alloc, kron::matmul_workspace_size(p));
+        p.workspace = ws.ws;
+        kron::matmul(p, as_stream(stream));
+      },
+      nb::arg("x"), nb::arg("factors"), nb::arg("out"), nb::arg("alloc") = nb::none(),
+      nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
+      nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+      "out ← x · (factors[0] ⊗ … ⊗ factors[n−1]); x (M, P), out (M, Q). When the op needs a "
+      "workspace, `alloc(nbytes)` returns (pointer, bytes, owner) of a buffer on the operands' "
+      "device; the blas workspace is cuBLAS scratch for steps with large factors");
+  m.def(
+      "kron_matmul_workspace_size",
+      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out) {
+        const KronOperands o = operands(x, factors);
+        return kron::matmul_workspace_size(forward_params(o, out, false, Workspace{}));
+      },
+      nb::arg("x"), nb::arg("factors"), nb::arg("out"));
+  m.def(
+      "kron_matmul_backward",
+      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,
+         const nb::sequence& grad_factors, const nb::object& alloc, std::uintptr_t blas_ptr,
+         std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream) {
+        const KronOperands o = operands(x, factors);
+        std::vector<AnyArray> keep;
+        std::vector<MutableMatrixView> views;
+        kron::MatmulBackwardParams p = backward_params(o, grad_y, grad_x, grad_factors, keep, views,
+                                                       allow_tf32, raw_workspace(blas_ptr, blas_bytes));
+        const Allocation ws = allocate(alloc, kron::matmul_backward_workspace_size(p));
+        p.workspace = ws.ws;
+        kron::matmul_backward(p, as_stream(stream));
+      },
+      nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(), nb::arg("grad_factors"),
+      nb::arg("alloc") = nb::none(), nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
+      nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+      "grad_x ← grad_y · (F1ᵀ ⊗ … ⊗ Fnᵀ) and grad_factors[k] ← ∂ℓ/∂Fk (None entries are skipped)");
+  m.def(
+      "kron_matmul_backward_workspace_size",
+      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,
+         const nb::sequence& grad_factors) {
+        const KronOperands o = operands(x, factors);
+        std::vector<AnyArray> keep;
+        std::vector<MutableMatrixView> views;
+        return kron::matmul_backward_workspace_size(
+            backward_params(o, grad_y, grad_x, grad_factors, keep, views, false, Workspace{}));
+      },
+      nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(),
+      nb::arg("grad_factors"));
+  m.def(
+      "kron_describe_plan",
+      [](const AnyArray& x, const nb::sequence& factors, bool backward) {
+        const KronOperands o = operands(x, factors);
+        kron::MatmulParams p;
+        p.dtype = o.dtype;
+        p.device = o.device;
+        p.x = o.x;
+        p.factors = o.factors.data();
+        p.num_factors = static_cast<int>(o.factors.size());
+        return kron::describe_plan(p, backward);
+      },
+      nb::arg("x"), nb::arg("factors"), nb::arg("backward") = false,
+      "the kernels kron_matmul (or its backward) would run for these shapes on this device");
+}
+
+}  // namespace sparsekern::bindings

@@ -1,0 +1,115 @@
+"""Kronecker benchmark cases: sparsekern.kron_matmul against torch one factor at a time (v2:
+reshape, matmul, transpose), forward and backward (all gradients), fp32 with TF32 off.
+
+The full grid is issue 5's target table. Each row carries the roofline of its case,
+max(FLOPs / fp32 peak, minimal bytes / copy bandwidth), with both ceilings measured on this device
+in the same run (a large TF32-off SGEMM and a large copy), and the execution plan used.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from .. import _C
+from .._core import as_dlpack
+from ..kron import kron_matmul, kron_reference
+from ..kron_cli import min_bytes, shuffle_flops
+from ..testing import randn, rel_error, tolerance
+from . import Case, time_ms
+
+FULL = [(16, [32, 32]), (32, [128, 128]), (1024, [32, 32]), (1024, [64, 64]), (1024, [128, 128]),
+        (1024, [16, 16, 16]), (1024, [8, 8, 8, 8]), (256, [16, 16, 16, 16]), (4096, [64, 64]),
+        (128, [32, 32, 32])]
+QUICK = [(64, [8, 8, 8]), (32, [16, 16])]
+
+
+class _NoTf32:
+    """fp32 products without TF32 for the duration of each call (the issue's target setting)."""
+
+    def wrap(self, fn):
+        def call():
+            prev = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = False
+            try:
+                return fn()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = prev
+        return call
+
+
+def _ceilings(device: torch.device) -> dict:
+    """Measured fp32 (TF32 off) GEMM throughput and device-to-device copy bandwidth."""
+    n = 8192
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    mm = _NoTf32().wrap(lambda: a @ b)
+    t_mm = time_ms(mm, device)
+    src = torch.empty(1 << 28, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    t_cp = time_ms(lambda: dst.copy_(src), device)
+    return {"fp32_tflops": 2 * n**3 / t_mm / 1e9, "copy_tbps": 2 * src.numel() / t_cp / 1e9}
+
+
+def _plan(x, fs, backward: bool) -> str:
+    return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], backward).replace("\n", "; ")
+
+
+def cases(device: torch.device, quick: bool) -> list[Case]:
+    grid = QUICK if quick or device.type == "cpu" else FULL
+    ceil = _ceilings(device) if device.type == "cuda" and not quick else None
+    dtype = torch.float32
+    mode = _NoTf32()
+    out = []
+    g = torch.Generator().manual_seed(0)
+    for batch, sizes in grid:
+        shapes = [(s, s) for s in sizes]
+        P = math.prod(sizes)
+        x = randn(batch, P, dtype=dtype, device=device, generator=g)
+        # Scaled so that values stay O(1) through every factor.
+        fs = [randn(p, q, dtype=dtype, device=device, generator=g) / math.sqrt(p) for p, q in shapes]
+        flops = shuffle_flops(batch, shapes)
+        nbytes = min_bytes(batch, shapes, dtype)
+        shape = f"{batch}x[{' '.join(str(s) for s in sizes)}]"
+        tol = tolerance(dtype)
+        extra = {"plan": _plan(x, fs, False)}
+        if ceil is not None:
+            roof_ms = max(flops / (ceil["fp32_tflops"] * 1e9), nbytes / (ceil["copy_tbps"] * 1e9))
+            extra.update(roofline_ms=roof_ms, **ceil)
+
+        x64, f64 = x.double(), [f.double() for f in fs]
+
+        def verify_fwd(x=x, fs=fs, x64=x64, f64=f64):
+            return rel_error(mode.wrap(lambda: kron_matmul(x, fs))(), kron_reference(x64, f64))
+
+        out.append(Case("kron", "kron_matmul fwd", shape, "fp32",
+                        mode.wrap(lambda x=x, fs=fs: kron_matmul(x, fs)),
+                        mode.wrap(lambda x=x, fs=fs: kron_reference(x, fs)),
+                        anchor_name="torch per factor (v2)", flops=flops, bytes=nbytes,
+                        verify=verify_fwd, tol=tol, extra=dict(extra)))
+
+        # Backward: ∂ℓ/∂x and every ∂ℓ/∂F from a graph built once (the forward is not timed).
+        xg = x.clone().requires_grad_()
+        fg = [f.clone().requires_grad_() for f in fs]
+        gy = randn(batch, math.prod(q for _, q in shapes), dtype=dtype, device=device, generator=g)
+        y_ours = mode.wrap(lambda: kron_matmul(xg, fg))()
+        y_ref = mode.wrap(lambda: kron_reference(xg, fg))()
+
+        def bwd(y, xg=xg, fg=fg, gy=gy):
+            return lambda: torch.autograd.grad(y, [xg, *fg], gy, retain_graph=True)
+
+        def verify_bwd(y_ours=y_ours, xg=xg, fg=fg, gy=gy, bwd=bwd):
+            got = mode.wrap(bwd(y_ours))()
+            x64g = xg.detach().double().requires_grad_()
+            f64g = [f.detach().double().requires_grad_() for f in fg]
+            want = torch.autograd.grad(kron_reference(x64g, f64g), [x64g, *f64g], gy.double())
+            return max(rel_error(a, b) for a, b in zip(got, want))
+
+        bextra = dict(extra, plan=_plan(x, fs, True))
+        if ceil is not None:  # the backward does about twice the forward's arithmetic and traffic
+            bextra["roofline_ms"] = 2 * extra["roofline_ms"]
+        out.append(Case("kron", "kron_matmul bwd", shape, "fp32", mode.wrap(bwd(y_ours)), mode.wrap(bwd(y_ref)),
+                        anchor_name="torch per factor (v2)", flops=2 * flops, bytes=2 * nbytes,
+                        verify=verify_bwd, tol=4 * tol, extra=bextra))
+    return out

@@ -1,0 +1,11 @@
+// Fused Kronecker forward kernels for __half (register tiles 4 and 8 columns wide); see kron_fused.cuh.
+#include "kron_fused.cuh"
+
+namespace sparsekern::kron::detail {
+
+void fused_forward_f16(int rn, const FusedArgs& a, long long grid, std::size_t smem, int device,
+                       cudaStream_t stream) {
+  launch_fused<DeviceOps<__half>, false>(rn, a, grid, smem, device, stream);
+}
+
+}  // namespace sparsekern::kron::detail

@@ -1,0 +1,200 @@
+#pragma once
+// Internals of the Kronecker family shared by the dispatch (planning), the CPU backend and the CUDA
+// backend: kernel argument structs, the execution plan and the backend interface. Plain C++ that
+// nvcc and the host compiler both read; no CUDA types.
+
+#include <sparsekern/kron.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define SK_KRON_HD __host__ __device__ __forceinline__
+#else
+#define SK_KRON_HD inline
+#endif
+
+namespace sparsekern::kron::detail {
+
+/// Threads per block of the fused kernels: 8 warps, enough to cover a chunk tile's rows with
+/// register tiles while leaving room for two or three resident blocks per SM.
+constexpr int kThreads = 256;
+/// Most modes one fused kernel handles (bounds the size of the kernel argument struct).
+constexpr int kMaxFused = 12;
+/// Factors with p or q above this run through cuBLAS one mode at a time: a 128×128 fp32 factor
+/// alone would take 64 KB of the ~110 KB shared-memory budget of a block, leaving too few chunks
+/// for the register tiles, while cuBLAS GEMMs are efficient at that size.
+constexpr int kMaxFusedDim = 64;
+
+SK_KRON_HD std::uint32_t umulhi32(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+#endif
+}
+
+/// Division of non-negative 31-bit integers by a divisor fixed on the host, by a multiply-high and
+/// a shift (Granlund–Montgomery): with l = ⌈log2 d⌉ and m = ⌈2^(31+l) / d⌉, n / d = (n·m) >> (31+l)
+/// for n < 2^31 (the error n·(m·d − 2^(31+l)) / (d·2^(31+l)) stays below 1/d). Index arithmetic
+/// in the kernels divides by run-time chunk sizes in inner loops, where a hardware-free integer
+/// division would cost ~20 instructions.
+struct FastDiv {
+  std::uint32_t divisor = 1;
+  std::uint32_t multiplier = 0;
+  int shift = 0;
+
+  FastDiv() = default;
+  explicit FastDiv(std::int64_t d) : divisor(static_cast<std::uint32_t>(d)) {
+    if (d <= 1) return;
+    int l = 0;
+    while ((std::uint64_t(1) << l) < static_cast<std::uint64_t>(d)) ++l;
+    multiplier = static_cast<std::uint32_t>(((std::uint64_t(1) << (31 + l)) + divisor - 1) / divisor);
+    shift = l - 1;
+  }
+  SK_KRON_HD int div(int n) const {
+    return divisor == 1 ? n
+                        : static_cast<int>(umulhi32(static_cast<std::uint32_t>(n), multiplier) >> shift);
+  }
+};
+
+/// Shared-memory index of element e of a chunk: one padding slot every 2^sh elements, so that the
+/// 32 lanes of a warp reading rows r..r+31 of a (rows × p) chunk at stride p hit 32 different
+/// banks: sh = 5 makes p ∈ {8, 16, 32} conflict-free (row stride p·33/32), sh = 6 makes p = 64
+/// conflict-free (stride 65; with sh = 5 it would be 66, a 2-way conflict).
+SK_KRON_HD int swz(int e, int sh) { return e + (e >> sh); }
+
+/// One mode (factor) of a fused group, as the kernels see it.
+struct FusedMode {
+  const void* f = nullptr;  ///< the factor in global memory
+  long long f_rs = 0, f_cs = 0;  ///< its row / column strides (elements)
+  int p = 0, q = 0;
+  int ppad = 0, qpad = 0;   ///< rows / cols of its shared-memory copy (zero-padded to the tile width)
+  int f_off = 0;            ///< offset of that copy in shared memory (accumulator elements)
+  int lc = 0;               ///< rows of this mode's step: the chunk is (lc, p) before it, (q, lc) after
+  FastDiv div_lc;
+  int part_off = 0;         ///< offset of its p×q block in a block's gradient partial sums
+};
+
+/// Arguments of one fused group (modes first … first+nf−1 of the product). The group maps its input
+/// state X (M, L, s_in) — L outer index, s_in = Π p of its modes — to its output Y (M, s_out, L):
+/// each (m, l) is a *chunk*: s_in contiguous elements of X in, s_out elements of Y (stride L) out.
+/// A tile is tm rows × tl consecutive outer indices: tm·tl chunks in shared memory at once.
+struct FusedArgs {
+  const void* x = nullptr;  long long ldx = 0;   ///< X[m, l, s] at x[m·ldx + l·s_in + s]
+  void* y = nullptr;        long long ldy = 0;   ///< forward: Y[m, j, l] at y[m·ldy + j·L + l]
+  const void* g = nullptr;  long long ldg = 0;   ///< backward: ∂ℓ/∂Y, laid out like Y
+  void* gx = nullptr;       long long ldgx = 0;  ///< backward: ∂ℓ/∂X, like X (nullptr: not wanted)
+  void* partial = nullptr;  ///< backward: per-block ∂ℓ/∂F partial sums (accumulator type)
+  int part_stride = 0;      ///< accumulator elements per block in `partial` (Σ p·q of the group)
+  long long M = 0, L = 0;
+  int nf = 0;
+  FusedMode mode[kMaxFused];
+  int s_in = 0, s_out = 0;
+  int csp = 0;              ///< shared-memory stride of one chunk (≥ swz(largest state) + 1, odd)
+  int sh = 5;               ///< padding period 2^sh of the chunks in shared memory (see swz)
+  FastDiv div_s_in, div_tl;
+  int tm = 1, tl = 1;
+  long long tiles_l = 0, ntiles = 0;
+  int vec_x = 0, vec_y = 0, vec_g = 0, vec_gx = 0;  ///< 16-byte vector access allowed (aligned)
+  int off_buf = 0;          ///< shared-memory offset of the chunk buffers
+  int off_scratch = 0;      ///< backward: shared-memory offset of the gradient scratch
+};
+
+/// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B
+/// have the operands' dtype; C has it too, or the accumulator type when `c_acc`.
+struct GemmDesc {
+  long long batch = 1, m = 0, n = 0, k = 0;
+  const void* a = nullptr; long long a_rs = 0, a_cs = 0, a_bs = 0;
+  const void* b = nullptr; long long b_rs = 0, b_cs = 0, b_bs = 0;
+  void* c = nullptr;       long long c_rs = 0, c_bs = 0;
+  bool c_acc = false;
+};
+
+/// out[i, j] = (acc_in ? acc_in[i·q + j] : 0) + Σ_{b < count} partial[b·stride + i·q + j] for a p×q
+/// block; written to `acc_out` (accumulator type, row-major) when set, else converted to the
+/// operands' dtype into `out` with strides (out_rs, out_cs). count = 0 writes zeros.
+struct ReduceDesc {
+  const void* partial = nullptr;
+  long long count = 0, stride = 0;
+  int p = 0, q = 0;
+  const void* acc_in = nullptr;
+  void* acc_out = nullptr;
+  void* out = nullptr;
+  long long out_rs = 0, out_cs = 0;
+};
+
+/// What the planner needs to know about the device.
+struct Limits {
+  std::size_t smem_budget = 0;  ///< dynamic shared memory one fused block may use
+  std::size_t smem_per_sm = 0;
+  int num_sms = 1;
+};
+
+enum class SegKind { fused, gemm };
+
+/// One kernel of the plan: a fused group of modes, or one mode through cuBLAS.
+struct Segment {
+  SegKind kind = SegKind::fused;
+  int first = 0, count = 0;       ///< modes [first, first + count)
+  long long L = 1;                ///< outer index: Π q of the modes after, Π p of the modes before
+  long long s_in = 1, s_out = 1, s_max = 1;
+  // fused only
+  int rn = 8;                     ///< register-tile width (columns per thread)
+  int tm = 1, tl = 1, csp = 0, nbuf = 2, sh = 5;
+  int off_buf = 0, off_scratch = 0, part_stride = 0;
+  std::size_t smem = 0;
+  long long tiles_l = 0, ntiles = 0, grid = 0;
+  // gemm only (backward): batch rows per cuBLAS call of the ∂ℓ/∂F partial products
+  long long gemm_chunk = 0;
+};
+
+/// The kernels of a forward (or of the recompute + backward) in execution order, and where their
+/// intermediate states live in the workspace.
+struct Plan {
+  bool backward = false;
+  long long M = 0;
+  std::vector<Segment> segs;            ///< segs[0] holds the last mode (it runs first)
+  std::vector<long long> state;         ///< state[s]: row length of the input of segs[s]; state[NS] = Q
+  // Workspace layout (byte offsets; all 256-byte aligned).
+  std::size_t ws_bytes = 0;
+  std::size_t off_ping = 0, off_pong = 0;        ///< forward: alternate intermediate states
+  std::vector<std::size_t> off_saved;            ///< backward: saved input state of segs[s] (s ≥ 1)
+  std::size_t off_grad[2] = {0, 0};              ///< backward: alternate state gradients
+  std::size_t off_partial = 0, off_acc = 0;      ///< backward: ∂ℓ/∂F partial sums, accumulator
+};
+
+struct ModeDims {
+  long long p = 1, q = 1;
+};
+
+/// Plans the kernels for M rows and these factor shapes on a device with `lim`.
+/// `backward` plans the recompute + backward (fused groups then hold more buffers).
+Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
+               bool backward);
+
+/// Executes plan steps on one device type. The dispatch (kron_matmul.cpp) orchestrates the steps;
+/// backends only run them.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Limits limits(Device device) = 0;
+  virtual void fused_forward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem,
+                             Device device, Stream stream) = 0;
+  virtual void fused_backward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem,
+                              Device device, Stream stream) = 0;
+  virtual void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math math, Workspace blas, Device device,
+                    Stream stream) = 0;
+  virtual void reduce(DType dtype, const ReduceDesc& r, Device device, Stream stream) = 0;
+};
+
+Backend& cpu_backend();
+#if SPARSEKERN_WITH_CUDA
+Backend& cuda_backend();
+#endif
+
+/// Accumulator element size: fp64 for f64, fp32 otherwise.
+inline std::size_t acc_size(DType t) { return t == DType::f64 ? 8 : 4; }
+
+}  // namespace sparsekern::kron::detail

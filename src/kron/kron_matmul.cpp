@@ -1,0 +1,461 @@
+// Dispatch of the Kronecker products: validates once, plans the kernels (kron_plan.cpp), and runs
+// the plan's steps on the CPU or CUDA backend. The orchestration (which state goes where) lives
+// here once for both backends.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <sstream>
+
+#include "../common/check.h"
+#include "kron_internal.h"
+
+namespace sparsekern::kron {
+namespace {
+
+using detail::Backend;
+using detail::FusedArgs;
+using detail::GemmDesc;
+using detail::ModeDims;
+using detail::Plan;
+using detail::ReduceDesc;
+using detail::SegKind;
+using detail::Segment;
+using sparsekern::detail::concat;
+using sparsekern::detail::device_name;
+
+Backend& backend_for(Device device, const char* op) {
+  if (device.type == DeviceType::cpu) return detail::cpu_backend();
+#if SPARSEKERN_WITH_CUDA
+  return detail::cuda_backend();
+#else
+  throw BackendUnavailable(concat(op, ": operands are on ", device_name(device),
+                                  " but sparsekern was built without CUDA (CPU-only build)"));
+#endif
+}
+
+/// Checked shapes of one problem.
+struct Shapes {
+  long long M = 0, P = 1, Q = 1;
+  std::vector<ModeDims> modes;
+};
+
+constexpr long long kMaxExtent = 1LL << 40;
+
+Shapes check_factors(const MatrixView* factors, int n) {
+  SK_EXPECTS(n >= 1 && factors != nullptr, "`factors` must hold at least one factor; got ", n);
+  Shapes s;
+  s.modes.resize(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    const MatrixView& f = factors[k];
+    SK_EXPECTS(f.rows >= 1 && f.cols >= 1, "`factors[", k, "]` must have non-zero dims; got ", f.rows,
+               "x", f.cols);
+    SK_EXPECTS(f.data != nullptr, "`factors[", k, "]` has a null data pointer");
+    SK_EXPECTS(f.row_stride >= 0 && f.col_stride >= 0, "`factors[", k,
+               "]` must have non-negative strides; got (", f.row_stride, ", ", f.col_stride, ")");
+    // cuBLAS steps read factors as (possibly transposed) column-major matrices: one unit stride.
+    const bool unit = f.col_stride == 1 || f.row_stride == 1 || f.rows == 1 || f.cols == 1;
+    SK_EXPECTS(unit, "`factors[", k, "]` must have a unit stride along one of its dims (row- or "
+               "column-major, e.g. a transposed view); got strides (", f.row_stride, ", ", f.col_stride,
+               ") for shape ", f.rows, "x", f.cols);
+    SK_EXPECTS(f.rows <= INT_MAX / 2 && f.cols <= INT_MAX / 2, "`factors[", k, "]` is too large: ",
+               f.rows, "x", f.cols);
+    s.modes[k] = ModeDims{f.rows, f.cols};
+    SK_EXPECTS(s.P <= kMaxExtent / f.rows && s.Q <= kMaxExtent / f.cols,
+               "the Kronecker product of `factors` is too large (more than 2^40 rows or columns)");
+    s.P *= f.rows;
+    s.Q *= f.cols;
+  }
+  return s;
+}
+
+/// A row-major operand with a unit column stride.
+void check_rows(const char* name, const void* data, long long rows, long long cols, long long rs,
+                long long cs, long long want_rows, long long want_cols) {
+  SK_EXPECTS(rows == want_rows && cols == want_cols, "`", name, "` must be ", want_rows, "x", want_cols,
+             "; got ", rows, "x", cols);
+  SK_EXPECTS(cs == 1 || cols <= 1, "`", name, "` must have a unit column stride (contiguous rows); got ",
+             cs);
+  SK_EXPECTS(rs >= cols || rows <= 1, "`", name, "` row stride must be at least its ", cols,
+             " columns; got ", rs);
+  SK_EXPECTS(data != nullptr || rows * cols == 0, "`", name, "` has a null data pointer");
+  SK_EXPECTS(rows <= INT_MAX && rs <= INT_MAX, "`", name, "` is too large for the GPU kernels (", rows,
+             " rows, row stride ", rs, "; at most 2^31 − 1)");
+}
+
+long long row_ld(long long rs, long long rows, long long cols) { return rows <= 1 ? cols : rs; }
+
+detail::Limits limits_for(Backend& be, Device device) { return be.limits(device); }
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+/// Kernel arguments of fused group `seg` (pointers filled by the caller).
+FusedArgs fused_args(const Segment& seg, const Shapes& sh, const MatrixView* factors) {
+  FusedArgs a;
+  a.M = sh.M;
+  a.L = seg.L;
+  a.nf = seg.count;
+  int f_off = 0, part_off = 0;
+  for (int t = 0; t < seg.count; ++t) {
+    const int k = seg.first + t;
+    detail::FusedMode& md = a.mode[t];
+    md.f = factors[k].data;
+    md.f_rs = factors[k].row_stride;
+    md.f_cs = factors[k].col_stride;
+    md.p = static_cast<int>(sh.modes[k].p);
+    md.q = static_cast<int>(sh.modes[k].q);
+    md.ppad = (md.p + seg.rn - 1) / seg.rn * seg.rn;
+    md.qpad = (md.q + seg.rn - 1) / seg.rn * seg.rn;
+    md.f_off = f_off;
+    f_off += md.ppad * md.qpad;
+    long long lc = 1;
+    for (int u = 0; u < seg.count; ++u) {
+      if (u < t) lc *= sh.modes[seg.first + u].p;
+      if (u > t) lc *= sh.modes[seg.first + u].q;
+    }
+    md.lc = static_cast<int>(lc);
+    md.div_lc = detail::FastDiv(lc);
+    md.part_off = part_off;
+    part_off += md.p * md.q;
+  }
+  a.part_stride = seg.part_stride;
+  a.s_in = static_cast<int>(seg.s_in);
+  a.s_out = static_cast<int>(seg.s_out);
+  a.csp = seg.csp;
+  a.sh = seg.sh;
+  a.div_s_in = detail::FastDiv(seg.s_in);
+  a.div_tl = detail::FastDiv(seg.tl);
+  a.tm = seg.tm;
+  a.tl = seg.tl;
+  a.tiles_l = seg.tiles_l;
+  a.ntiles = seg.ntiles;
+  a.off_buf = seg.off_buf;
+  a.off_scratch = seg.off_scratch;
+  return a;
+}
+
+/// Everything one run needs besides the plan.
+struct Run {
+  Backend* be = nullptr;
+  DType dtype{};
+  Device device{};
+  dense::Fp32Math math{};
+  Workspace blas{};
+  Stream stream = nullptr;
+  const MatrixView* factors = nullptr;
+  Shapes sh;
+  int vec = 1;  // elements per 16 bytes
+};
+
+bool vec_ok(const Run& r, const void* p, long long ld, long long chunk) {
+  return aligned16(p) && ld % r.vec == 0 && chunk % r.vec == 0;
+}
+
+/// Applies the modes of `seg`: state `in` (M, L, s_in) → `out` (M, s_out, L).
+void segment_forward(const Run& r, const Segment& seg, const void* in, long long ld_in, void* out,
+                     long long ld_out) {
+  const long long M = r.sh.M;
+  if (M == 0) return;
+  if (seg.kind == SegKind::fused) {
+    FusedArgs a = fused_args(seg, r.sh, r.factors);
+    a.x = in;
+    a.ldx = ld_in;
+    a.y = out;
+    a.ldy = ld_out;
+    a.vec_x = vec_ok(r, in, ld_in, seg.s_in);
+    a.vec_y = seg.L == 1 && vec_ok(r, out, ld_out, seg.s_out);
+    r.be->fused_forward(r.dtype, seg.rn, a, seg.grid, seg.smem, r.device, r.stream);
+    return;
+  }
+  const MatrixView& f = r.factors[seg.first];
+  const long long p = f.rows, q = f.cols, L = seg.L;
+  GemmDesc g;
+  if (L == 1) {  // out (M × q) = in (M × p) · F
+    g.batch = 1; g.m = M; g.k = p; g.n = q;
+    g.a = in;  g.a_rs = ld_in; g.a_cs = 1;
+    g.b = f.data; g.b_rs = f.row_stride; g.b_cs = f.col_stride;
+    g.c = out; g.c_rs = ld_out;
+  } else {       // per row m: out_m (q × L) = Fᵀ (q × p) · in_mᵀ (p × L)
+    g.batch = M; g.m = q; g.k = p; g.n = L;
+    g.a = f.data; g.a_rs = f.col_stride; g.a_cs = f.row_stride; g.a_bs = 0;
+    g.b = in; g.b_rs = 1; g.b_cs = p; g.b_bs = ld_in;
+    g.c = out; g.c_rs = L; g.c_bs = ld_out;
+  }
+  r.be->gemm(r.dtype, g, r.math, r.blas, r.device, r.stream);
+}
+
+/// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
+/// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
+void segment_backward(const Run& r, const Plan& plan, const Segment& seg, const void* x, long long ldx,
+                      const void* g, long long ldg, void* gx, long long ldgx,
+                      const MutableMatrixView* grad_factors, char* ws) {
+  const long long M = r.sh.M;
+  const std::size_t as = detail::acc_size(r.dtype);
+  char* partial = ws + plan.off_partial;
+  auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
+  if (seg.kind == SegKind::fused) {
+    FusedArgs a = fused_args(seg, r.sh, r.factors);
+    a.x = x; a.ldx = ldx;
+    a.g = g; a.ldg = ldg;
+    a.gx = gx; a.ldgx = ldgx;
+    a.partial = partial;
+    a.vec_x = vec_ok(r, x, ldx, seg.s_in);
+    a.vec_g = seg.L == 1 && vec_ok(r, g, ldg, seg.s_out);
+    a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, seg.s_in);
+    if (seg.ntiles > 0) r.be->fused_backward(r.dtype, seg.rn, a, seg.grid, seg.smem, r.device, r.stream);
+    for (int t = 0; t < seg.count; ++t) {
+      const int k = seg.first + t;
+      if (!wants(k)) continue;
+      ReduceDesc rd;
+      rd.partial = partial + static_cast<std::size_t>(a.mode[t].part_off) * as;
+      rd.count = seg.ntiles > 0 ? seg.grid : 0;
+      rd.stride = seg.part_stride;
+      rd.p = a.mode[t].p;
+      rd.q = a.mode[t].q;
+      rd.out = grad_factors[k].data;
+      rd.out_rs = grad_factors[k].row_stride;
+      rd.out_cs = grad_factors[k].col_stride;
+      r.be->reduce(r.dtype, rd, r.device, r.stream);
+    }
+    return;
+  }
+  const int k = seg.first;
+  const MatrixView& f = r.factors[k];
+  const long long p = f.rows, q = f.cols, L = seg.L;
+  const std::size_t es = dtype_size(r.dtype);
+  if (wants(k)) {
+    ReduceDesc rd;
+    rd.p = static_cast<int>(p);
+    rd.q = static_cast<int>(q);
+    rd.stride = p * q;
+    rd.out = grad_factors[k].data;
+    rd.out_rs = grad_factors[k].row_stride;
+    rd.out_cs = grad_factors[k].col_stride;
+    if (M == 0) {
+      rd.count = 0;
+      r.be->reduce(r.dtype, rd, r.device, r.stream);
+    } else if (L == 1) {  // ∂ℓ/∂F (p × q) = Xᵀ (p × M) · G (M × q)
+      GemmDesc gd;
+      gd.batch = 1; gd.m = p; gd.k = M; gd.n = q;
+      gd.a = x; gd.a_rs = 1; gd.a_cs = ldx;
+      gd.b = g; gd.b_rs = ldg; gd.b_cs = 1;
+      gd.c = partial; gd.c_rs = q; gd.c_acc = true;
+      r.be->gemm(r.dtype, gd, r.math, r.blas, r.device, r.stream);
+      rd.partial = partial;
+      rd.count = 1;
+      r.be->reduce(r.dtype, rd, r.device, r.stream);
+    } else {  // Σ over rows m of X_mᵀ (p × L) · G_mᵀ (L × q), in chunks of rows
+      void* acc = ws + plan.off_acc;
+      for (long long m0 = 0; m0 < M; m0 += seg.gemm_chunk) {
+        const long long nb = std::min(seg.gemm_chunk, M - m0);
+        GemmDesc gd;
+        gd.batch = nb; gd.m = p; gd.k = L; gd.n = q;
+        gd.a = static_cast<const char*>(x) + static_cast<std::size_t>(m0 * ldx) * es;
+        gd.a_rs = 1; gd.a_cs = p; gd.a_bs = ldx;
+        gd.b = static_cast<const char*>(g) + static_cast<std::size_t>(m0 * ldg) * es;
+        gd.b_rs = 1; gd.b_cs = L; gd.b_bs = ldg;
+        gd.c = partial; gd.c_rs = q; gd.c_bs = p * q; gd.c_acc = true;
+        r.be->gemm(r.dtype, gd, r.math, r.blas, r.device, r.stream);
+        const bool last = m0 + nb >= M;
+        rd.partial = partial;
+        rd.count = nb;
+        rd.acc_in = m0 == 0 ? nullptr : acc;
+        rd.acc_out = last ? nullptr : acc;
+        r.be->reduce(r.dtype, rd, r.device, r.stream);
+      }
+    }
+  }
+  if (gx != nullptr && M > 0) {
+    GemmDesc gd;
+    if (L == 1) {  // ∂ℓ/∂X (M × p) = G (M × q) · Fᵀ (q × p)
+      gd.batch = 1; gd.m = M; gd.k = q; gd.n = p;
+      gd.a = g; gd.a_rs = ldg; gd.a_cs = 1;
+    } else {       // per row m: (L × p) = G_mᵀ (L × q) · Fᵀ (q × p)
+      gd.batch = M; gd.m = L; gd.k = q; gd.n = p;
+      gd.a = g; gd.a_rs = 1; gd.a_cs = L; gd.a_bs = ldg;
+    }
+    gd.b = f.data; gd.b_rs = f.col_stride; gd.b_cs = f.row_stride; gd.b_bs = 0;
+    gd.c = gx; gd.c_rs = L == 1 ? ldgx : p; gd.c_bs = L == 1 ? 0 : ldgx;
+    r.be->gemm(r.dtype, gd, r.math, r.blas, r.device, r.stream);
+  }
+}
+
+Run make_run(DType dtype, Device device, const MatrixView* factors, int n, dense::Fp32Math math,
+             Workspace blas, Stream stream, const char* op) {
+  Run r;
+  r.be = &backend_for(device, op);
+  r.dtype = dtype;
+  r.device = device;
+  r.math = math;
+  r.blas = blas;
+  r.stream = stream;
+  r.factors = factors;
+  r.sh = check_factors(factors, n);
+  r.vec = static_cast<int>(16 / dtype_size(dtype));
+  return r;
+}
+
+void check_workspace(const Workspace& ws, std::size_t need, const char* fn) {
+  SK_EXPECTS(ws.bytes >= need, "`workspace` must hold at least ", need, " bytes (", fn,
+             "_workspace_size); got ", ws.bytes);
+  SK_EXPECTS(need == 0 || ws.data != nullptr, "`workspace` has a null data pointer");
+}
+
+Run checked_forward(const MatmulParams& p, Stream stream) {
+  Run r = make_run(p.dtype, p.device, p.factors, p.num_factors, p.fp32_math, p.blas_workspace, stream,
+                   "kron::matmul");
+  const long long M = p.x.rows;
+  SK_EXPECTS(M >= 0, "`x` must have a non-negative number of rows; got ", M);
+  r.sh.M = M;
+  check_rows("x", p.x.data, p.x.rows, p.x.cols, p.x.row_stride, p.x.col_stride, M, r.sh.P);
+  check_rows("y", p.y.data, p.y.rows, p.y.cols, p.y.row_stride, p.y.col_stride, M, r.sh.Q);
+  SK_EXPECTS(M == 0 || p.y.data != p.x.data, "`y` must not alias `x`");
+  return r;
+}
+
+Plan plan_for(const Run& r, bool backward) {
+  return detail::make_plan(r.sh.M, r.sh.modes, r.dtype, limits_for(*r.be, r.device), backward);
+}
+
+}  // namespace
+
+std::size_t matmul_workspace_size(const MatmulParams& p) {
+  return plan_for(checked_forward(p, nullptr), false).ws_bytes;
+}
+
+void matmul(const MatmulParams& p, Stream stream) {
+  const Run r = checked_forward(p, stream);
+  const Plan plan = plan_for(r, false);
+  check_workspace(p.workspace, plan.ws_bytes, "matmul");
+  if (r.sh.M == 0) return;
+  const std::size_t NS = plan.segs.size();
+  char* ws = static_cast<char*>(p.workspace.data);
+  const std::size_t off[2] = {plan.off_ping, plan.off_pong};
+  const void* in = p.x.data;
+  long long ld_in = row_ld(p.x.row_stride, r.sh.M, r.sh.P);
+  for (std::size_t s = 0; s < NS; ++s) {
+    const bool last = s + 1 == NS;
+    void* out = last ? p.y.data : ws + off[s % 2];
+    const long long ld_out = last ? row_ld(p.y.row_stride, r.sh.M, r.sh.Q) : plan.state[s + 1];
+    segment_forward(r, plan.segs[s], in, ld_in, out, ld_out);
+    in = out;
+    ld_in = ld_out;
+  }
+}
+
+namespace {
+
+Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
+  Run r = make_run(p.dtype, p.device, p.factors, p.num_factors, p.fp32_math, p.blas_workspace, stream,
+                   "kron::matmul_backward");
+  const long long M = p.x.rows;
+  SK_EXPECTS(M >= 0, "`x` must have a non-negative number of rows; got ", M);
+  r.sh.M = M;
+  check_rows("x", p.x.data, p.x.rows, p.x.cols, p.x.row_stride, p.x.col_stride, M, r.sh.P);
+  check_rows("grad_y", p.grad_y.data, p.grad_y.rows, p.grad_y.cols, p.grad_y.row_stride,
+             p.grad_y.col_stride, M, r.sh.Q);
+  if (p.grad_x.data != nullptr) {
+    check_rows("grad_x", p.grad_x.data, p.grad_x.rows, p.grad_x.cols, p.grad_x.row_stride,
+               p.grad_x.col_stride, M, r.sh.P);
+    SK_EXPECTS(M == 0 || (p.grad_x.data != p.x.data && p.grad_x.data != p.grad_y.data),
+               "`grad_x` must not alias `x` or `grad_y`");
+  }
+  if (p.grad_factors != nullptr) {
+    for (int k = 0; k < p.num_factors; ++k) {
+      const MutableMatrixView& gf = p.grad_factors[k];
+      if (gf.data == nullptr) continue;
+      SK_EXPECTS(gf.rows == r.sh.modes[k].p && gf.cols == r.sh.modes[k].q, "`grad_factors[", k,
+                 "]` must be ", r.sh.modes[k].p, "x", r.sh.modes[k].q, "; got ", gf.rows, "x", gf.cols);
+      SK_EXPECTS(gf.row_stride >= 0 && gf.col_stride >= 0, "`grad_factors[", k,
+                 "]` must have non-negative strides");
+      for (int u = 0; u < p.num_factors; ++u)
+        SK_EXPECTS(gf.data != p.factors[u].data && (u == k || gf.data != p.grad_factors[u].data),
+                   "`grad_factors[", k, "]` must not alias a factor or another gradient");
+      SK_EXPECTS(gf.data != p.x.data && gf.data != p.grad_y.data && gf.data != p.grad_x.data,
+                 "`grad_factors[", k, "]` must not alias `x`, `grad_y` or `grad_x`");
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p) {
+  return plan_for(checked_backward(p, nullptr), true).ws_bytes;
+}
+
+void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
+  const Run r = checked_backward(p, stream);
+  const Plan plan = plan_for(r, true);
+  check_workspace(p.workspace, plan.ws_bytes, "matmul_backward");
+  const int NS = static_cast<int>(plan.segs.size());
+  const long long M = r.sh.M;
+  const bool want_gx = p.grad_x.data != nullptr;
+  auto seg_wants = [&](const Segment& seg) {
+    if (p.grad_factors == nullptr) return false;
+    for (int k = seg.first; k < seg.first + seg.count; ++k)
+      if (p.grad_factors[k].data != nullptr) return true;
+    return false;
+  };
+  int s_min = want_gx ? 0 : NS;
+  for (int s = 0; s < NS && s_min == NS; ++s)
+    if (seg_wants(plan.segs[s])) s_min = s;
+  if (s_min == NS) return;  // nothing wanted
+
+  char* ws = static_cast<char*>(p.workspace.data);
+  const long long ldx = row_ld(p.x.row_stride, M, r.sh.P);
+  // Recompute and keep the input state of every group after the first.
+  auto saved = [&](int s) -> char* { return ws + plan.off_saved[s]; };
+  if (M > 0) {
+    const void* in = p.x.data;
+    long long ld_in = ldx;
+    for (int s = 0; s + 1 < NS; ++s) {
+      segment_forward(r, plan.segs[s], in, ld_in, saved(s + 1), plan.state[s + 1]);
+      in = saved(s + 1);
+      ld_in = plan.state[s + 1];
+    }
+  }
+  // Walk the groups from the output back, pulling the gradient through each.
+  const void* g = p.grad_y.data;
+  long long ldg = row_ld(p.grad_y.row_stride, M, r.sh.Q);
+  for (int s = NS - 1; s >= s_min; --s) {
+    const void* x = s == 0 ? p.x.data : saved(s);
+    const long long ld_x = s == 0 ? ldx : plan.state[s];
+    void* gx = nullptr;
+    long long ldgx = 0;
+    if (s > s_min) {
+      gx = ws + plan.off_grad[s % 2];
+      ldgx = plan.state[s];
+    } else if (s == 0 && want_gx) {
+      gx = p.grad_x.data;
+      ldgx = row_ld(p.grad_x.row_stride, M, r.sh.P);
+    }
+    segment_backward(r, plan, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, ws);
+    g = gx;
+    ldg = ldgx;
+  }
+}
+
+std::string describe_plan(const MatmulParams& p, bool backward) {
+  Run r = make_run(p.dtype, p.device, p.factors, p.num_factors, p.fp32_math, p.blas_workspace, nullptr,
+                   "kron::describe_plan");
+  r.sh.M = std::max<long long>(p.x.rows, 0);
+  const Plan plan = plan_for(r, backward);
+  std::ostringstream os;
+  for (const Segment& seg : plan.segs) {
+    os << (seg.kind == SegKind::fused ? "fused" : "cublas") << " modes " << seg.first;
+    if (seg.count > 1) os << "-" << seg.first + seg.count - 1;
+    os << " [";
+    for (int k = seg.first; k < seg.first + seg.count; ++k)
+      os << (k > seg.first ? " " : "") << r.sh.modes[k].p << "x" << r.sh.modes[k].q;
+    os << "] L=" << seg.L;
+    if (seg.kind == SegKind::fused) {
+      os << " chunk=" << seg.s_in << "->" << seg.s_out << " max=" << seg.s_max << " tile=" << seg.tm
+         << "x" << seg.tl << " rn=" << seg.rn << " pad=" << (1 << seg.sh) << " smem=" << seg.smem << " grid=" << seg.grid;
+    }
+    os << "\n";
+  }
+  os << "workspace=" << plan.ws_bytes;
+  return os.str();
+}
+
+}  // namespace sparsekern::kron

@@ -1,0 +1,170 @@
+// CPU backend of the Kronecker products. Fused groups run the GPU block programs of kron_tile.h
+// with the threads of a block executed one after another between barriers (OpenMP across blocks),
+// so every CPU test also checks the GPU kernels' tiling and index arithmetic. cuBLAS steps become
+// plain loops over the same strided views.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../common/dispatch.h"
+#include "kron_internal.h"
+#include "kron_tile.h"
+
+namespace sparsekern::kron::detail {
+namespace {
+
+using sparsekern::detail::acc_type;
+
+template <typename TT>
+struct HostOps {
+  using T = TT;
+  using Acc = typename acc_type<TT>::type;
+  static constexpr int V = static_cast<int>(16 / sizeof(TT));
+  static Acc to_acc(T v) { return static_cast<Acc>(v); }
+  static T from_acc(Acc v) { return T(v); }
+  static void load_vec(const T* p, Acc* out) {
+    for (int k = 0; k < V; ++k) out[k] = to_acc(p[k]);
+  }
+  static void store_vec(T* p, const Acc* v) {
+    for (int k = 0; k < V; ++k) p[k] = from_acc(v[k]);
+  }
+};
+
+/// Runs each phase for threads 0 … kThreads−1 in turn: the barrier between phases is implicit.
+struct HostExec {
+  int nthreads() const { return kThreads; }
+  template <class F>
+  void phase(F&& f) {
+    for (int t = 0; t < kThreads; ++t) f(t);
+  }
+};
+
+/// Shared memory of one emulated block, filled with NaN before each block (when cheap) so that a
+/// program reading a location it never wrote poisons its output and fails the tests.
+template <typename Acc>
+void poison(std::vector<Acc>& sm) {
+  std::fill(sm.begin(), sm.end(), std::numeric_limits<Acc>::quiet_NaN());
+}
+
+template <class Ops, int RN>
+void run_fused(bool backward, const FusedArgs& a, long long grid, std::size_t smem) {
+  using Acc = typename Ops::Acc;
+  const std::size_t n = smem / sizeof(Acc) + 1;
+  const bool poison_each = static_cast<double>(grid) * static_cast<double>(smem) <= 64.0 * (1 << 20);
+  // Threads only pay off for real work: waking an OpenMP team costs from microseconds up to
+  // milliseconds on a loaded machine (torch runs its own OpenMP runtime beside ours).
+  const double work = static_cast<double>(a.M) * static_cast<double>(a.L) *
+                      static_cast<double>(a.s_in > a.s_out ? a.s_in : a.s_out) * a.nf;
+#if defined(_OPENMP)
+#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#endif
+  {
+    std::vector<Acc> sm(n);
+    poison(sm);
+    HostExec ex;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long long b = 0; b < grid; ++b) {
+      if (poison_each) poison(sm);
+      if (backward)
+        fused_backward_program<Ops, RN>(a, ex, sm.data(), b, grid);
+      else
+        fused_forward_program<Ops, RN>(a, ex, sm.data(), b, grid);
+    }
+  }
+}
+
+template <class Ops>
+void run_fused_rn(bool backward, int rn, const FusedArgs& a, long long grid, std::size_t smem) {
+  if (rn == 4)
+    run_fused<Ops, 4>(backward, a, grid, smem);
+  else
+    run_fused<Ops, 8>(backward, a, grid, smem);
+}
+
+template <typename T, typename CT>
+void gemm_typed(const GemmDesc& g) {
+  using Acc = typename acc_type<T>::type;
+  const T* A = static_cast<const T*>(g.a);
+  const T* B = static_cast<const T*>(g.b);
+  CT* C = static_cast<CT*>(g.c);
+  const long long rows = g.batch * g.m;
+#if defined(_OPENMP)
+#pragma omp parallel if (rows * g.n * g.k > (1 << 16))
+#endif
+  {
+    std::vector<Acc> acc(static_cast<std::size_t>(g.n));
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+    for (long long br = 0; br < rows; ++br) {
+      const long long b = br / g.m, i = br - (br / g.m) * g.m;
+      const T* a = A + b * g.a_bs + i * g.a_rs;
+      const T* bb = B + b * g.b_bs;
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for (long long kk = 0; kk < g.k; ++kk) {
+        const Acc av = static_cast<Acc>(a[kk * g.a_cs]);
+        const T* brow = bb + kk * g.b_rs;
+        for (long long j = 0; j < g.n; ++j) acc[j] += av * static_cast<Acc>(brow[j * g.b_cs]);
+      }
+      CT* c = C + b * g.c_bs + i * g.c_rs;
+      for (long long j = 0; j < g.n; ++j) c[j] = CT(acc[j]);
+    }
+  }
+}
+
+template <typename T>
+void reduce_typed(const ReduceDesc& r) {
+  using Acc = typename acc_type<T>::type;
+  const Acc* part = static_cast<const Acc*>(r.partial);
+  const Acc* acc_in = static_cast<const Acc*>(r.acc_in);
+  for (int i = 0; i < r.p; ++i) {
+    for (int j = 0; j < r.q; ++j) {
+      const long long e = static_cast<long long>(i) * r.q + j;
+      Acc sum = acc_in != nullptr ? acc_in[e] : Acc(0);
+      for (long long b = 0; b < r.count; ++b) sum += part[b * r.stride + e];
+      if (r.acc_out != nullptr)
+        static_cast<Acc*>(r.acc_out)[e] = sum;
+      else
+        static_cast<T*>(r.out)[i * r.out_rs + j * r.out_cs] = T(sum);
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  /// The CPU plans for a virtual GPU with an H100's shared memory (so its tests cover the GPU's
+  /// grouping) and 8 SMs (few persistent blocks: small partial-sum buffers).
+  Limits limits(Device) override { return Limits{113664, 233472, 8}; }
+
+  void fused_forward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem, Device,
+                     Stream) override {
+    SK_DTYPE_SWITCH(dtype, T, [&] { run_fused_rn<HostOps<T>>(false, rn, a, grid, smem); });
+  }
+  void fused_backward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem, Device,
+                      Stream) override {
+    SK_DTYPE_SWITCH(dtype, T, [&] { run_fused_rn<HostOps<T>>(true, rn, a, grid, smem); });
+  }
+  void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math, Workspace, Device, Stream) override {
+    SK_DTYPE_SWITCH(dtype, T, [&] {
+      using Acc = typename acc_type<T>::type;
+      if (g.c_acc)
+        gemm_typed<T, Acc>(g);
+      else
+        gemm_typed<T, T>(g);
+    });
+  }
+  void reduce(DType dtype, const ReduceDesc& r, Device, Stream) override {
+    SK_DTYPE_SWITCH(dtype, T, [&] { reduce_typed<T>(r); });
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend b;
+  return b;
+}
+
+}  // namespace sparsekern::kron::detail

@@ -1,0 +1,424 @@
+"""Kronecker-factored products: kron_matmul (forward, backward, left), KronLinear, bad input.
+
+Every body runs on the CPU and on CUDA (the `device` fixture). The CPU backend executes the GPU
+block programs thread by thread, so the CPU cases also check the GPU kernels' tiling; the shapes
+below are chosen to reach every kernel path: single fused groups, several groups (chunks beyond
+the shared-memory budget), cuBLAS steps for factors > 64, 4- and 8-wide register tiles, odd sizes
+and tails of partially filled tiles.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+import torch
+
+import sparsekern
+from sparsekern import KronLinear, _C, kron_matmul
+from sparsekern._core import as_dlpack
+from sparsekern.kron import kron_reference, nearest_kronecker
+from sparsekern.testing import randn, rel_error, tolerance
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+
+# (batch, factor shapes): 1 to 5 factors, square and not, sizes 1, 3, 5, 7, 24, batch 1 and odd.
+SMALL = [
+    (1, [(5, 3)]),
+    (7, [(3, 3)]),
+    (3, [(2, 3), (3, 2)]),
+    (5, [(3, 5), (7, 2), (2, 4)]),
+    (1, [(8, 8), (8, 8)]),
+    (9, [(24, 24), (5, 7)]),
+    (4, [(3, 3), (4, 4), (5, 5), (2, 2), (3, 2)]),
+    (6, [(7, 7), (1, 3), (3, 1)]),
+    (2, [(2, 2)] * 5),
+]
+# Shapes whose plan has several kernels or cuBLAS steps (too big for torch.kron: v2 reference).
+LARGE = [
+    (3, [(16, 16)] * 4),            # 65536 columns: two fused groups
+    (2, [(32, 32)] * 3),            # fused pair + single fused mode with a large outer index
+    (3, [(64, 64), (64, 64)]),      # 64x64 fused (fp64 backward splits it)
+    (5, [(130, 7), (3, 2)]),        # a factor > 64: cuBLAS step with an outer index
+    (3, [(2, 70), (4, 3)]),         # wide factor through cuBLAS, narrow (4-wide tile) fused
+    (2, [(8, 8)] * 5),
+    (11, [(128, 3)]),               # single factor: one GEMM
+]
+GPU_ONLY = [  # the benchmark's shapes at a modest batch: vectorised paths, many tiles
+    (64, [(8, 8)] * 4),
+    (96, [(16, 16)] * 3),
+    (33, [(32, 32)] * 2),
+    (40, [(64, 64)] * 2),
+    (16, [(128, 128)] * 2),
+    (8, [(16, 16)] * 4),
+]
+
+
+def _tf32(device) -> bool:
+    return device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32
+
+
+def _make(batch, shapes, dtype, device, *, grad=False):
+    P = math.prod(p for p, _ in shapes)
+    x = randn(batch, P, dtype=dtype, device=device)
+    fs = [randn(p, q, dtype=dtype, device=device) for p, q in shapes]
+    if grad:
+        x.requires_grad_()
+        for f in fs:
+            f.requires_grad_()
+    return x, fs
+
+
+def _reference(x, fs):
+    """float64 reference: the explicit Kronecker product when small, else one factor at a time."""
+    x64 = x.detach().double()
+    f64 = [f.detach().double() for f in fs]
+    P = math.prod(f.shape[0] for f in fs)
+    Q = math.prod(f.shape[1] for f in fs)
+    if P * Q <= 1 << 20:
+        return x64 @ functools.reduce(torch.kron, f64)
+    return kron_reference(x64, f64)
+
+
+def _tol(dtype, device, factor=1.0):
+    return tolerance(dtype, _tf32(device)) * factor
+
+
+# --------------------------------------------------------------------------------------------
+# Forward
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch,shapes", SMALL + LARGE)
+def test_forward(device, dtype, batch, shapes):
+    x, fs = _make(batch, shapes, dtype, device)
+    y = kron_matmul(x, fs)
+    assert y.shape == (batch, math.prod(q for _, q in shapes)) and y.dtype == dtype and y.device == x.device
+    assert rel_error(y, _reference(x, fs)) <= _tol(dtype, device, 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch,shapes", GPU_ONLY)
+def test_forward_benchmark_shapes(device, dtype, batch, shapes):
+    if device.type == "cpu":
+        batch = 2  # the same kernels and plan groups, fewer rows
+    x, fs = _make(batch, shapes, dtype, device)
+    y = kron_matmul(x, fs)
+    assert rel_error(y, _reference(x, fs)) <= _tol(dtype, device, 2)
+
+
+def test_forward_batch_dims_and_views(device):
+    shapes = [(3, 4), (5, 2), (4, 3)]
+    P = 60
+    base = randn(4, 7, 2 * P, device=device)
+    fs = [randn(p, q, device=device) for p, q in shapes]
+    x = base[..., ::2]  # non-contiguous last dim
+    y = kron_matmul(x, fs)
+    assert y.shape == (4, 7, 24)
+    assert rel_error(y, _reference(x, fs)) <= _tol(torch.float32, device)
+    xt = randn(P, 6, device=device).mT  # transposed view (column stride ≠ 1)
+    assert rel_error(kron_matmul(xt, fs), _reference(xt, fs)) <= _tol(torch.float32, device)
+    ft = [randn(q, p, device=device).mT for p, q in shapes]  # transposed factors: no copy needed
+    assert rel_error(kron_matmul(x, ft), _reference(x, ft)) <= _tol(torch.float32, device)
+    fstrided = [randn(p, 2 * q, device=device)[:, ::2] for p, q in shapes]  # neither stride 1
+    assert rel_error(kron_matmul(x, fstrided), _reference(x, fstrided)) <= _tol(torch.float32, device)
+    x1 = randn(P, device=device)  # 1-D input
+    assert rel_error(kron_matmul(x1, fs), _reference(x1[None], fs)[0]) <= _tol(torch.float32, device)
+
+
+def test_forward_empty_batch(device):
+    fs = [randn(3, 4, device=device), randn(2, 5, device=device)]
+    x = torch.empty(0, 6, device=device)
+    y = kron_matmul(x, fs)
+    assert y.shape == (0, 20)
+    x = torch.empty(2, 0, 6, device=device, requires_grad=True)
+    fg = [f.clone().requires_grad_() for f in fs]
+    y = kron_matmul(x, fg)
+    assert y.shape == (2, 0, 20)
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+    for f in fg:  # an empty sum: exactly zero, not garbage
+        assert torch.equal(f.grad, torch.zeros_like(f))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])
+@pytest.mark.parametrize("batch,shapes", [(5, [(3, 5), (7, 2), (2, 4)]), (3, [(16, 16)] * 4),
+                                          (4, [(130, 7), (3, 2)]), (6, [(8, 8), (8, 8)])])
+def test_native_writes_every_output(device, dtype, batch, shapes):
+    """The native op fills caller buffers completely: poison them with NaN first."""
+    x, fs = _make(batch, shapes, dtype, device)
+    Q = math.prod(q for _, q in shapes)
+    out = torch.full((batch, Q), float("nan"), dtype=dtype, device=device)
+
+    def alloc(n):
+        buf = torch.full((n,), 255, dtype=torch.uint8, device=device)  # NaN bytes: poisoned scratch
+        return buf.data_ptr(), n, buf
+
+    _C.kron_matmul(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(out), alloc)
+    ref = _reference(x, fs)
+    assert rel_error(out, ref) <= _tol(dtype, device, 2)
+    g = randn(batch, Q, dtype=dtype, device=device)
+    gx = torch.full_like(x, float("nan"))
+    gfs = [torch.full_like(f, float("nan")) for f in fs]
+    _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
+                            [as_dlpack(t) for t in gfs], alloc)
+    x64, f64 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
+    kron_reference(x64, f64).backward(g.double())
+    assert rel_error(gx, x64.grad) <= _tol(dtype, device, 4)
+    for a, f in zip(gfs, f64):
+        assert rel_error(a, f.grad) <= _tol(dtype, device, 4)
+
+
+# --------------------------------------------------------------------------------------------
+# Backward
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch,shapes", SMALL + LARGE)
+def test_backward(device, dtype, batch, shapes):
+    x, fs = _make(batch, shapes, dtype, device, grad=True)
+    y = kron_matmul(x, fs)
+    g = randn(*y.shape, dtype=dtype, device=device)
+    grads = torch.autograd.grad(y, [x, *fs], g)
+    x64 = x.detach().double().requires_grad_()
+    f64 = [f.detach().double().requires_grad_() for f in fs]
+    ref = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], g.double())
+    for got, want in zip(grads, ref):
+        assert got.shape == want.shape and got.dtype == dtype
+        assert rel_error(got, want) <= _tol(dtype, device, 4)
+
+
+def _reference_graph(x64, f64):
+    P = math.prod(f.shape[0] for f in f64)
+    Q = math.prod(f.shape[1] for f in f64)
+    if P * Q <= 1 << 20:
+        return x64 @ functools.reduce(torch.kron, f64)
+    return kron_reference(x64, f64)
+
+
+@pytest.mark.parametrize("which", ["x", "first", "last", "middle"])
+def test_backward_partial_needs(device, which):
+    """Only the requested gradients are computed; each equals the full computation's."""
+    shapes = [(3, 4), (16, 16), (5, 2)]
+    x, fs = _make(3, shapes, torch.float64, device)
+    req = {"x": [0], "first": [1], "last": [3], "middle": [2]}[which]
+    leaves = [x, *fs]
+    for i in req:
+        leaves[i].requires_grad_()
+    y = kron_matmul(leaves[0], leaves[1:])
+    g = randn(*y.shape, dtype=torch.float64, device=device)
+    got = torch.autograd.grad(y, [leaves[i] for i in req], g)
+    full = [t.detach().clone().requires_grad_() for t in leaves]
+    want = torch.autograd.grad(kron_reference(full[0], full[1:]), [full[i] for i in req], g)
+    for a, b in zip(got, want):
+        assert rel_error(a, b) <= 1e-10
+
+
+@pytest.mark.parametrize("shapes", [[(2, 3)], [(2, 3), (3, 2)], [(3, 2), (1, 2), (2, 3)],
+                                    [(2, 2), (2, 1), (1, 3), (3, 2)], [(65, 1), (2, 3)]])
+def test_gradcheck(shapes):
+    x, fs = _make(3, shapes, torch.float64, torch.device("cpu"), grad=True)
+    assert torch.autograd.gradcheck(lambda x, *fs: kron_matmul(x, list(fs)), (x, *fs))
+
+
+# --------------------------------------------------------------------------------------------
+# Left product
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_left(device, dtype):
+    shapes = [(3, 4), (5, 2), (2, 3)]
+    fs = [randn(p, q, dtype=dtype, device=device, ) for p, q in shapes]
+    K = functools.reduce(torch.kron, [f.double() for f in fs])
+    for xshape in [(24,), (24, 1), (24, 7), (2, 3, 24, 5)]:
+        x = randn(*xshape, dtype=dtype, device=device)
+        y = kron_matmul(fs, x, left=True)
+        ref = K @ x.double()
+        assert y.shape == ref.shape
+        assert rel_error(y, ref) <= _tol(dtype, device)
+    x = randn(24, 7, dtype=dtype, device=device).requires_grad_()
+    fg = [f.clone().requires_grad_() for f in fs]
+    g = randn(30, 7, dtype=dtype, device=device)
+    got = torch.autograd.grad(kron_matmul(fg, x, left=True), [x, *fg], g)
+    x64 = x.detach().double().requires_grad_()
+    f64 = [f.detach().double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(functools.reduce(torch.kron, f64) @ x64, [x64, *f64], g.double())
+    for a, b in zip(got, want):
+        assert rel_error(a, b) <= _tol(dtype, device, 4)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input
+# --------------------------------------------------------------------------------------------
+def test_bad_input(device):
+    x = randn(4, 6, device=device)
+    a, b = randn(2, 3, device=device), randn(3, 2, device=device)
+    with pytest.raises(ValueError, match=r"`x` must have last dim 6"):
+        kron_matmul(randn(4, 7, device=device), [a, b])
+    with pytest.raises(ValueError, match=r"`factors\[1\]` must be 2-D"):
+        kron_matmul(x, [a, randn(3, device=device)])
+    with pytest.raises(ValueError, match=r"`factors\[0\]` must be 2-D"):
+        kron_matmul(x, [randn(1, 2, 3, device=device), b])
+    with pytest.raises(ValueError, match=r"`factors` must hold at least one factor"):
+        kron_matmul(x, [])
+    with pytest.raises(TypeError, match=r"`factors` must be a list"):
+        kron_matmul(x, a)
+    with pytest.raises(TypeError, match=r"`factors\[1\]` must have the same dtype as `x`"):
+        kron_matmul(x, [a, b.double()])
+    with pytest.raises(TypeError, match=r"`factors\[0\]` must have dtype"):
+        kron_matmul(x, [a.int(), b])
+    with pytest.raises(TypeError, match=r"`x` must have dtype"):
+        kron_matmul(x.int(), [a, b])
+    other = torch.device("meta")
+    with pytest.raises(ValueError, match=r"`factors\[1\]` must be on the same device as `x`"):
+        kron_matmul(x, [a, b.to(other)])
+    with pytest.raises(ValueError, match=r"`factors\[0\]` must have non-zero dims"):
+        kron_matmul(torch.empty(4, 0, device=device), [torch.empty(0, 3, device=device), b])
+    with pytest.raises(ValueError, match=r"`factors\[1\]` must have non-zero dims"):
+        kron_matmul(randn(4, 2, device=device), [a[:2, :3], torch.empty(1, 0, device=device)])
+    with pytest.raises(ValueError, match=r"`x` must have at least 1 dims"):
+        kron_matmul(torch.tensor(1.0, device=device), [randn(1, 1, device=device)])
+    with pytest.raises(TypeError, match=r"`factors` must be a list"):
+        kron_matmul(x, [a, b], left=True)  # factors come first with left=True
+    with pytest.raises(ValueError, match=r"`x` must have last dim 6"):
+        kron_matmul([a, b], randn(5, 4, device=device), left=True)  # (Fa ⊗ Fb) is 6x6: x needs 6 rows
+
+
+def test_native_bad_input(device):
+    """The C++ layer names the argument too (for callers that bypass the Python checks)."""
+    x = randn(4, 6, device=device)
+    a, b = randn(2, 3, device=device), randn(3, 2, device=device)
+    out = torch.empty(4, 6, device=device)
+    with pytest.raises(ValueError, match=r"`x` must be 4x6|`x` must be"):
+        _C.kron_matmul(as_dlpack(randn(4, 5, device=device)), [as_dlpack(a), as_dlpack(b)], as_dlpack(out))
+    with pytest.raises(ValueError, match=r"`y` must be 4x6"):
+        _C.kron_matmul(as_dlpack(x), [as_dlpack(a), as_dlpack(b)], as_dlpack(torch.empty(4, 5, device=device)))
+    with pytest.raises(TypeError, match=r"`factors\[1\]` must have the dtype of `x`"):
+        _C.kron_matmul(as_dlpack(x), [as_dlpack(a), as_dlpack(b.double())], as_dlpack(out))
+    with pytest.raises(ValueError, match=r"`factors` must hold at least one factor"):
+        _C.kron_matmul(as_dlpack(x), [], as_dlpack(out))
+    with pytest.raises(ValueError, match=r"`factors\[0\]` must be 2-D"):
+        _C.kron_matmul(as_dlpack(x), [as_dlpack(randn(6, device=device))], as_dlpack(out))
+    with pytest.raises(ValueError, match=r"`factors\[1\]` must have a unit stride"):
+        _C.kron_matmul(as_dlpack(x), [as_dlpack(a), as_dlpack(randn(6, 4, device=device)[::2, ::2])],
+                       as_dlpack(out))
+    with pytest.raises(ValueError, match=r"`x` must have a unit column stride"):
+        _C.kron_matmul(as_dlpack(randn(6, 4, device=device).mT), [as_dlpack(a), as_dlpack(b)], as_dlpack(out))
+    big = [randn(16, 16, device=device)] * 4
+    with pytest.raises(ValueError, match=r"`workspace` must hold at least"):
+        _C.kron_matmul(as_dlpack(randn(2, 65536, device=device)), [as_dlpack(f) for f in big],
+                       as_dlpack(torch.empty(2, 65536, device=device)), None)
+
+
+def test_factor_shapes_validation():
+    with pytest.raises(ValueError, match=r"`factor_shapes` must hold at least one"):
+        KronLinear([])
+    with pytest.raises(ValueError, match=r"`factor_shapes\[1\]` must be positive"):
+        KronLinear([(2, 3), (0, 2)])
+    with pytest.raises(TypeError, match=r"`factor_shapes\[0\]` must be a \(p, q\) pair"):
+        KronLinear([(2, 3, 4)])
+    with pytest.raises(ValueError, match=r"`factor_shapes`.*give a 6 → 6 layer"):
+        KronLinear.from_dense(torch.nn.Linear(5, 6), [(2, 3), (3, 2)])
+    with pytest.raises(TypeError, match=r"`linear` must be an nn.Linear"):
+        KronLinear.from_dense(torch.nn.Conv1d(2, 2, 1), [(2, 2)])
+
+
+# --------------------------------------------------------------------------------------------
+# KronLinear
+# --------------------------------------------------------------------------------------------
+def test_kron_linear(device):
+    m = KronLinear([(4, 3), (5, 2), (3, 2)], device=device, dtype=torch.float64)
+    assert (m.in_features, m.out_features) == (60, 12)
+    assert "in_features=60, out_features=12, factors=[4x3, 5x2, 3x2], bias=True" in repr(m)
+    x = randn(7, 60, dtype=torch.float64, device=device)
+    ref = torch.nn.functional.linear(x, m.weight, m.bias)
+    assert rel_error(m(x), ref) <= 1e-12
+    m(x).sum().backward()
+    assert all(f.grad is not None for f in m.factors) and m.bias.grad is not None
+    nb = KronLinear([(4, 3)], bias=False, device=device)
+    assert nb.bias is None and "bias=False" in repr(nb)
+
+
+def test_kron_linear_init_variance():
+    torch.manual_seed(0)
+    m = KronLinear([(16, 8), (16, 8)], bias=True)
+    lin = torch.nn.Linear(256, 64)
+    w = m.weight.detach()
+    # Product entries have nn.Linear's variance 1/(3·in_features).
+    assert abs(w.var().item() / (1 / (3 * 256)) - 1) < 0.15
+    assert abs(w.var().item() / lin.weight.detach().var().item() - 1) < 0.15
+    x = torch.randn(4096, 256)
+    assert abs(m(x).var().item() / lin(x).var().item() - 1) < 0.25
+    assert m.bias.abs().max() <= 1 / 16
+
+
+def test_from_dense_exact_and_approximate(device):
+    a, b = randn(4, 3, dtype=torch.float64), randn(5, 2, dtype=torch.float64)
+    lin = torch.nn.Linear(20, 6, dtype=torch.float64)
+    with torch.no_grad():
+        lin.weight.copy_(torch.kron(a, b).mT)
+    m = KronLinear.from_dense(lin.to(device), [(4, 3), (5, 2)])
+    assert m.approximation_error < 1e-12
+    x = randn(3, 20, dtype=torch.float64, device=device)
+    assert rel_error(m(x), lin(x)) < 1e-12
+    # Three factors by recursion: exact for an exact product.
+    c = randn(2, 2, dtype=torch.float64)
+    w = functools.reduce(torch.kron, [a, b, c])
+    factors, err = nearest_kronecker(w, [(4, 3), (5, 2), (2, 2)])
+    assert err < 1e-12 and rel_error(functools.reduce(torch.kron, factors), w) < 1e-12
+    # A random matrix: the error is reported, and no worse than the best rank-one of R's.
+    lin = torch.nn.Linear(20, 6).to(device)
+    m = KronLinear.from_dense(lin, [(4, 3), (5, 2)])
+    r = lin.weight.detach().mT.double().reshape(4, 5, 3, 2).permute(0, 2, 1, 3).reshape(12, 10)
+    s = torch.linalg.svdvals(r)
+    want = math.sqrt((s[1:] ** 2).sum().item()) / s.norm().item()
+    assert abs(m.approximation_error - want) < 1e-6
+    assert 0 < m.approximation_error < 1
+
+
+# --------------------------------------------------------------------------------------------
+# Plans: fusion happens where it should
+# --------------------------------------------------------------------------------------------
+def _plan(batch, shapes, dtype=torch.float32, backward=False, device="cpu"):
+    x = torch.empty(batch, math.prod(p for p, _ in shapes), dtype=dtype, device=device)
+    fs = [torch.empty(p, q, dtype=dtype, device=device) for p, q in shapes]
+    return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], backward)
+
+
+def test_plans():
+    p = _plan(1024, [(8, 8)] * 4)
+    assert p.splitlines()[0].startswith("fused modes 0-3") and p.endswith("workspace=0")
+    assert _plan(256, [(16, 16)] * 4).count("fused") == 2
+    assert "cublas modes 0 [128x128]" in _plan(32, [(128, 128), (128, 128)])
+    assert "rn=4" in _plan(8, [(2, 2)] * 8)
+    assert _plan(5, [(7, 9)]).startswith("cublas")  # a single factor is one GEMM
+
+
+def test_compile_traces_custom_op():
+    """torch.compile(fullgraph=True) traces the custom op (fake impl: shapes and errors)."""
+    fs = [torch.randn(3, 4), torch.randn(2, 5)]
+    x = torch.randn(7, 6)
+    op = torch.ops.sparsekern.kron_matmul
+    torch.library.opcheck(op, (x, fs), test_utils=("test_schema", "test_faketensor"))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fx, ffs = torch.empty(2, 3, 6), [torch.empty(3, 4), torch.empty(2, 5)]
+        assert kron_matmul(fx, ffs).shape == (2, 3, 20)
+        with pytest.raises(ValueError, match=r"`x` must have last dim 6"):
+            kron_matmul(torch.empty(2, 5), ffs)
+
+
+def test_compile_fullgraph_module():
+    """KronLinear under torch.compile(fullgraph=True): forward and backward through the custom ops."""
+    m = KronLinear([(3, 4), (2, 5)], dtype=torch.float64)
+    x = torch.randn(7, 6, dtype=torch.float64, requires_grad=True)
+    compiled = torch.compile(lambda x: m(x).square().sum(), backend="aot_eager", fullgraph=True)
+    y = compiled(x)
+    y.backward()
+    gx, gf = x.grad.clone(), [f.grad.clone() for f in m.factors]
+    x.grad = None
+    m.zero_grad()
+    y_ref = m(x).square().sum()
+    y_ref.backward()
+    assert rel_error(y, y_ref) <= 1e-12
+    assert rel_error(gx, x.grad) <= 1e-12
+    for a, f in zip(gf, m.factors):
+        assert rel_error(a, f.grad) <= 1e-12
