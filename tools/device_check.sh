@@ -3,14 +3,15 @@
 #   run(command="bash tools/device_check.sh", carry=[".whl"])
 # .whl/ holds the nvidia-cutlass wheel (that machine has no network). Results go to $OUT:
 # build.log, pytest.log, junit.xml, sanitizer.log, check.log, bench JSON, sass.txt.
-# STAGES selects what runs (default: all); BENCH_FAMILIES / SANITIZE_K narrow the slow stages.
+# STAGES selects what runs (default: all); PYTEST_K, SANITIZE_K (pytest -k expressions) and
+# BENCH_FAMILIES narrow the slow stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 OUT=${OUT:-/tmp/sk-out}
 mkdir -p "$OUT"
 STAGES=${STAGES:-"build test sanitize check bench"}
-PY=${PYTHON:-python3}
+PY="${PYTHON:-python3} -X faulthandler"  # a crash prints the Python stack
 export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-16}
 status=0
 has() { [[ " $STAGES " == *" $1 "* ]]; }
@@ -44,7 +45,7 @@ cd /tmp  # import the installed package, not the source tree
 if has test; then
   step "pytest (CPU + CUDA cases)"
   $PY -m pytest "$REPO/tests/python" -q -p no:cacheprovider --junitxml="$OUT/junit.xml" \
-      ${PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1 || status=1
+      ${PYTEST_K:+-k "$PYTEST_K"} > "$OUT/pytest.log" 2>&1 || status=1
   tail -25 "$OUT/pytest.log"
 fi
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <sstream>
 
 #include "../common/check.h"
 #include "kron_internal.h"
@@ -440,22 +439,26 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
                    "kron::describe_plan");
   r.sh.M = std::max<long long>(p.x.rows, 0);
   const Plan plan = plan_for(r, backward);
-  std::ostringstream os;
+  // Built with detail::append, not iostreams: see src/common/check.h (iostreams crashed inside our
+  // module on the GPU machine, whose toolchain links libstdc++ statically).
+  using sparsekern::detail::append;
+  using sparsekern::detail::concat;
+  std::string os;
   for (const Segment& seg : plan.segs) {
-    os << (seg.kind == SegKind::fused ? "fused" : "cublas") << " modes " << seg.first;
-    if (seg.count > 1) os << "-" << seg.first + seg.count - 1;
-    os << " [";
+    append(os, concat(seg.kind == SegKind::fused ? "fused" : "cublas", " modes ", seg.first));
+    if (seg.count > 1) append(os, concat("-", seg.first + seg.count - 1));
+    append(os, " [");
     for (int k = seg.first; k < seg.first + seg.count; ++k)
-      os << (k > seg.first ? " " : "") << r.sh.modes[k].p << "x" << r.sh.modes[k].q;
-    os << "] L=" << seg.L;
+      append(os, concat(k > seg.first ? " " : "", r.sh.modes[k].p, "x", r.sh.modes[k].q));
+    append(os, concat("] L=", seg.L));
     if (seg.kind == SegKind::fused) {
-      os << " chunk=" << seg.s_in << "->" << seg.s_out << " max=" << seg.s_max << " tile=" << seg.tm
-         << "x" << seg.tl << " rn=" << seg.rn << " pad=" << (1 << seg.sh) << " smem=" << seg.smem << " grid=" << seg.grid;
+      append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " max=", seg.s_max, " tile=", seg.tm, "x",
+                        seg.tl, " rn=", seg.rn, " pad=", 1 << seg.sh, " smem=", seg.smem, " grid=", seg.grid));
     }
-    os << "\n";
+    append(os, "\n");
   }
-  os << "workspace=" << plan.ws_bytes;
-  return os.str();
+  append(os, concat("workspace=", plan.ws_bytes));
+  return os;
 }
 
 }  // namespace sparsekern::kron
