@@ -149,23 +149,11 @@ void launch_norm(const NormParams& p, cudaStream_t stream) {
   const bool aligned = rows_aligned<T>(p.x);
   const A eps = static_cast<A>(p.eps);
   bool tiled = false;
-  const auto launch = [&](auto tpr, auto n) {
-    constexpr int TPR = decltype(tpr)::value, N = decltype(n)::value, B = block_threads<TPR>();
-    norm_tile_kernel<T, kRms, TPR, N><<<grid_for(g.rows, B / TPR), B, 0, stream>>>(x, g, aligned, af, eps);
-  };
-  if constexpr (sizeof(T) == 2) {
-    // 16-bit rows of 1K-16K: 32 elements (four 16-byte loads) per thread on half as many threads.
-    // The shared tile (16 per thread) left fp16/bf16 LayerNorm at 51% of copy bandwidth on the H200
-    // (16384x4096) while fp32, with the same tile and so twice the bytes per thread, reached 92%:
-    // more bytes in flight per thread and a shallower block reduction.
-    using std::integral_constant;
-    if (g.cols > 1024 && g.cols <= 2048) { launch(integral_constant<int, 64>{}, integral_constant<int, 32>{}); tiled = true; }
-    else if (g.cols > 2048 && g.cols <= 4096) { launch(integral_constant<int, 128>{}, integral_constant<int, 32>{}); tiled = true; }
-    else if (g.cols > 4096 && g.cols <= 8192) { launch(integral_constant<int, 256>{}, integral_constant<int, 32>{}); tiled = true; }
-    else if (g.cols > 8192 && g.cols <= 16384) { launch(integral_constant<int, 512>{}, integral_constant<int, 32>{}); tiled = true; }
-  }
   if constexpr (!std::is_same_v<T, double>) {
-    if (!tiled) tiled = with_row_tile(g.cols, launch);
+    tiled = with_row_tile(g.cols, [&](auto tpr, auto n) {
+      constexpr int TPR = decltype(tpr)::value, N = decltype(n)::value, B = block_threads<TPR>();
+      norm_tile_kernel<T, kRms, TPR, N><<<grid_for(g.rows, B / TPR), B, 0, stream>>>(x, g, aligned, af, eps);
+    });
   }
   if (!tiled) norm_stream_kernel<T, kRms><<<grid_for(g.rows, 1), kStreamThreads, 0, stream>>>(x, g, aligned, af, eps);
 }
