@@ -32,6 +32,7 @@ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (
                const float (&c)[4], bool bf16);
 void mma_1688_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
                    const float (&c)[4]);
+void global_store_16(void* gmem_dst);  // checks a 16-byte global store (alignment, bounds)
 }  // namespace sparsekern::bsr::tc::emu
 #endif
 
@@ -72,6 +73,15 @@ CUTE_HOST_DEVICE std::uint32_t float_bits(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, 4);
   return u;
+#endif
+}
+
+/// Marks a 16-byte vector store to global memory (the emulator checks it; nothing on the device).
+CUTE_HOST_DEVICE void note_global_store_16(void* gmem_dst) {
+#if !defined(__CUDA_ARCH__) && defined(SK_TC_EMULATE)
+  emu::global_store_16(gmem_dst);
+#else
+  (void)gmem_dst;
 #endif
 }
 

@@ -358,6 +358,7 @@ CUTE_HOST_DEVICE void store_vec(void* dst, const float* v, bool bf16) {
       w[i] = std::uint32_t(to_half_bits(v[2 * i], bf16)) |
              (std::uint32_t(to_half_bits(v[2 * i + 1], bf16)) << 16);
   }
+  note_global_store_16(dst);
   *reinterpret_cast<uint4*>(dst) = uint4{w[0], w[1], w[2], w[3]};
 }
 
