@@ -118,6 +118,5 @@ if(SPARSEKERN_WITH_CUDA)
     src/bsr/tc/gen/sdd_tf32_16.cu
     src/bsr/tc/gen/sdd_tf32_32.cu
     src/bsr/tc/gen/sdd_tf32_64.cu
-    src/bsr/tc/gen/sdd_tf32_128.cu
   )
 endif()

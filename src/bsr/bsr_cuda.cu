@@ -213,13 +213,17 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
   }
 }
 
+/// tile = b, except tf32 b = 128: four 64 × 64 tiles (see tc/configs.cuh).
 template <bool kTf32>
 void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, void* stream) {
   switch (block) {
     case 16: tc::sdd_launch<kTf32, 16>(t, nnz, stream); return;
     case 32: tc::sdd_launch<kTf32, 32>(t, nnz, stream); return;
     case 64: tc::sdd_launch<kTf32, 64>(t, nnz, stream); return;
-    default: tc::sdd_launch<kTf32, 128>(t, nnz, stream); return;
+    default:
+      if constexpr (kTf32) tc::sdd_launch<kTf32, 64>(t, nnz, stream);
+      else tc::sdd_launch<kTf32, 128>(t, nnz, stream);
+      return;
   }
 }
 

@@ -302,7 +302,7 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
   prob.add(B.data, B.bytes);
   prob.add(O.data, O.bytes);
   tc::emu::Stats stats;
-  const int per_block = (b / Cfg::kBM) * (b / Cfg::kBM);
+  const int per_block = (b / Cfg::kBM) * (b / Cfg::kBM);  // (b/T)² tiles per block
   for (int cta = 0; cta < nnz * per_block; ++cta) {
     tc::emu::Block block(Cfg::kThreads, Cfg::kSmemBytes, mode, prob, stats);
     block.run([&](int tid) { tc::sdd_body<Cfg>(p, tid, cta, block.smem()); });
@@ -353,13 +353,13 @@ void dds_config(const char* name) {
 }
 
 template <bool kTf32, int kTile>
-void sdd_config(const char* name) {
+void sdd_config(const char* name, int block = kTile) {
   using Cfg = typename tc::SddConfig<kTf32, kTile>::type;
   const std::vector<Elem> elems = kTf32 ? std::vector<Elem>{{2}} : std::vector<Elem>{{0}, {1}};
   for (CopyMode mode : {CopyMode::kDeferred, CopyMode::kImmediate})
-    for (const Elem& el : elems) run_sdd<Cfg>(name, el, kTile, 45, mode);  // 32 + a 13-row tail
-  run_sdd<Cfg>(name, elems[0], kTile, 0, CopyMode::kDeferred);
-  run_sdd<Cfg>(name, elems[0], kTile, 96, CopyMode::kDeferred);
+    for (const Elem& el : elems) run_sdd<Cfg>(name, el, block, 45, mode);  // 32 + a 13-row tail
+  run_sdd<Cfg>(name, elems[0], block, 0, CopyMode::kDeferred);
+  run_sdd<Cfg>(name, elems[0], block, 96, CopyMode::kDeferred);
 }
 
 }  // namespace
@@ -390,6 +390,6 @@ int main() {
   sdd_config<true, 16>("sdd tf32 16");
   sdd_config<true, 32>("sdd tf32 32");
   sdd_config<true, 64>("sdd tf32 64");
-  sdd_config<true, 128>("sdd tf32 128");
+  sdd_config<true, 64>("sdd tf32 64 (b=128)", 128);  // tf32 blocks of 128 run four 64-tiles
   return sk_test::summary("test_bsr_tc_emulation");
 }
