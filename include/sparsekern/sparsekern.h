@@ -2,6 +2,7 @@
 /// @file sparsekern.h
 /// @brief Umbrella header: includes every public sparsekern header.
 
+#include <sparsekern/bsr.h>
 #include <sparsekern/csr.h>
 #include <sparsekern/dense.h>
 #include <sparsekern/error.h>

@@ -42,5 +42,6 @@ void register_csr(nb::module_& m);   // csr.cpp: CSR SpMM / SDDMM plans
 void register_semi(nb::module_& m);  // semi.cpp: 2:4 semi-structured (cuSPARSELt)
 void register_inplace(nb::module_& m);  // inplace.cpp: in-place softmax / norms / square matmul
 void register_kron(nb::module_& m);  // kron.cpp: Kronecker-factored products
+void register_bsr(nb::module_& m);   // bsr.cpp: block-sparse dsd / dds / sdd
 
 }  // namespace sparsekern::bindings

@@ -79,4 +79,5 @@ NB_MODULE(_C, m) {
   bindings::register_semi(m);
   bindings::register_inplace(m);
   bindings::register_kron(m);
+  bindings::register_bsr(m);
 }

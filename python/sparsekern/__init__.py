@@ -9,7 +9,8 @@ import atexit as _atexit
 
 import torch as _torch  # noqa: F401  (loads the CUDA libraries torch ships before ours)
 
-from . import _C, compat, integrations
+from . import _C, bsr, compat, integrations, nn
+from .bsr import BlockSparseMatrix
 from .csr import CSRMatrix, SparseLinear, csr_clear_cache, csr_matmul, csr_plan_stats, csr_sddmm
 from .dense import matmul, matmul_transb
 from .inplace import (
@@ -22,6 +23,7 @@ from .inplace import (
     square_matmul_workspace_size,
 )
 from .kron import KronLinear, kron_matmul
+from .nn import BlockSparseLinear, BlockSparseModelPatcher
 from .semi import SemiStructuredLinear, prune_2to4, semi_plan_stats
 
 __version__ = _C.version()
@@ -31,7 +33,8 @@ __all__ = ["matmul", "matmul_transb", "built_with_cuda", "cuda_available", "__ve
            "SemiStructuredLinear", "prune_2to4", "semi_plan_stats",
            "inplace_softmax", "inplace_softmax_backward", "inplace_layer_norm", "inplace_rms_norm",
            "square_matmul", "square_matmul_workspace_size", "inplace_linear",
-           "kron_matmul", "KronLinear"]
+           "kron_matmul", "KronLinear",
+           "bsr", "nn", "BlockSparseMatrix", "BlockSparseLinear", "BlockSparseModelPatcher"]
 
 
 def built_with_cuda() -> bool:

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import torch
 
-FAMILIES = ["dense", "csr", "semi", "inplace", "kron"]
+FAMILIES = ["dense", "csr", "semi", "inplace", "kron", "bsr"]
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-FAMILIES = ["dense", "csr", "semi", "inplace", "kron"]
+FAMILIES = ["dense", "csr", "semi", "inplace", "kron", "bsr"]
 
 
 def best_device() -> torch.device:

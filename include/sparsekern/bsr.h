@@ -1,0 +1,113 @@
+#pragma once
+/// @file bsr.h
+/// @brief Block-sparse matrix products (BSR layout, square b × b blocks, b ∈ {16, 32, 64, 128}):
+///        dsd (dense = sparse · dense), dds (dense = dense · sparse) and sdd (sparse = dense · dense
+///        on a block pattern), each with the sparse operand optionally transposed.
+///
+/// CUDA: tensor-core kernels (CuTe HMMA + cp.async) for fp16, bf16, and fp32 when TF32 is allowed;
+/// fp32 without TF32 and fp64 run a correct SIMT kernel (slower). CPU: every dtype.
+
+#include <sparsekern/dense.h>  // dense::Fp32Math
+#include <sparsekern/types.h>
+
+#include <cstdint>
+
+namespace sparsekern::bsr {
+
+/// A non-owning view of a block-sparse matrix S (rows × cols) and the three index sets the kernels
+/// use. All index arrays are int32 on the device of `values`.
+///
+/// - Values: `nnz_blocks` blocks of b × b elements, each row-major and contiguous, one after the
+///   other, ordered by block row then block column (BSR order).
+/// - Row-wise index set (BSR): the blocks of block row i are values[block_row_offsets[i] ..
+///   block_row_offsets[i+1]), in block columns block_col_indices[...] (strictly increasing).
+/// - Coordinate list: block p sits at (block_row_indices[p], block_col_indices[p]).
+/// - Column-wise index set (CSC of the pattern + a permutation into the values, so that Sᵀ needs
+///   no data movement): the blocks of block column j, by increasing block row, are entries
+///   e ∈ [block_col_offsets[j], block_col_offsets[j+1]) with block row block_rows_by_col[e] and
+///   value index blocks_by_col[e].
+///
+/// Each op reads only the index sets it needs (documented per op); the others may be null.
+/// The index sets must be valid (sorted, in range, consistent): CPU calls check them, CUDA calls
+/// trust them (checking would need a host synchronisation); sparsekern.BlockSparseMatrix builds
+/// and validates them.
+struct BlockSparseView {
+  std::int64_t rows = 0;        ///< rows of S (a multiple of block_size)
+  std::int64_t cols = 0;        ///< columns of S (a multiple of block_size)
+  std::int64_t block_size = 0;  ///< b: 16, 32, 64 or 128
+  std::int64_t nnz_blocks = 0;  ///< number of stored blocks
+  const void* values = nullptr;
+  const std::int32_t* block_row_offsets = nullptr;  ///< rows/b + 1
+  const std::int32_t* block_col_indices = nullptr;  ///< nnz_blocks
+  const std::int32_t* block_row_indices = nullptr;  ///< nnz_blocks
+  const std::int32_t* block_col_offsets = nullptr;  ///< cols/b + 1
+  const std::int32_t* block_rows_by_col = nullptr;  ///< nnz_blocks
+  const std::int32_t* blocks_by_col = nullptr;      ///< nnz_blocks
+};
+
+/// C = op(S) · B, op(S) = S or Sᵀ (`transpose_s`); B dense k × n, C dense m × n.
+///
+/// Reads the row-wise index set (op = S) or the column-wise one (op = Sᵀ). On CUDA, `b` must have
+/// a unit row stride (column-major) and `c` a unit stride along one of its dims, with the other
+/// strides multiples of 16 bytes and 16-byte aligned data, for the tensor-core path; other layouts
+/// run the SIMT kernel. The Python layer arranges the fast layouts.
+struct DsdParams {
+  DType dtype = DType::f32;
+  Device device{};
+  BlockSparseView s{};
+  bool transpose_s = false;
+  MatrixView b{};         ///< k × n
+  MutableMatrixView c{};  ///< m × n, write-only (its old contents, even NaN, are ignored)
+  dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+};
+
+/// C = A · op(S) (+ bias), op(S) = S or Sᵀ; A dense m × k, C dense m × n, bias (optional) n values
+/// added to every row of C.
+///
+/// Reads the column-wise index set (op = S) or the row-wise one (op = Sᵀ). On CUDA, the
+/// tensor-core path needs `a` with a unit column stride and `c` with a unit column stride, row
+/// strides multiples of 16 bytes and 16-byte aligned data; other layouts run the SIMT kernel.
+struct DdsParams {
+  DType dtype = DType::f32;
+  Device device{};
+  MatrixView a{};  ///< m × k
+  BlockSparseView s{};
+  bool transpose_s = false;
+  const void* bias = nullptr;  ///< n elements of `dtype`, or null
+  MutableMatrixView c{};       ///< m × n, write-only
+  dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+};
+
+/// values[p] = (A · B) restricted to block p of `pattern`, for every stored block: a sampled dense
+/// product (the gradient of dsd/dds with respect to the sparse values).
+///
+/// Reads the coordinate list; `pattern.values` is ignored, the result goes to `out_values`
+/// (nnz_blocks × b × b, BSR order, write-only). On CUDA, the tensor-core path needs `a` with a unit
+/// row stride (column-major) and `b` with a unit column stride (row-major), the other strides
+/// multiples of 16 bytes and 16-byte aligned data; other layouts run the SIMT kernel.
+struct SddParams {
+  DType dtype = DType::f32;
+  Device device{};
+  MatrixView a{};  ///< m × k
+  MatrixView b{};  ///< k × n
+  BlockSparseView pattern{};  ///< m × n
+  void* out_values = nullptr;
+  dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+};
+
+/// Validates `p` and runs dsd on `p.device` (CPU, or CUDA on `stream`). Throws InvalidArgument /
+/// TypeMismatch / BackendUnavailable / CudaError; never synchronises the host.
+void dsd(const DsdParams& p, Stream stream);
+
+/// Validates `p` and runs dds on `p.device`. Same errors as dsd().
+void dds(const DdsParams& p, Stream stream);
+
+/// Validates `p` and runs sdd on `p.device`. Same errors as dsd().
+void sdd(const SddParams& p, Stream stream);
+
+/// Checks the index sets of `s` (offsets monotone and consistent with nnz_blocks, indices in
+/// range, strictly increasing within each block row / column, the three sets describing the same
+/// pattern). The arrays must be host-accessible. Throws InvalidArgument naming the broken array.
+void validate_pattern(const BlockSparseView& s);
+
+}  // namespace sparsekern::bsr

@@ -1,0 +1,189 @@
+// Bindings of the block-sparse family (sparsekern/bsr.h). The sparse operand arrives as its values
+// plus the index-set arrays (None for sets an op does not read), all checked here for dtype,
+// device, rank and contiguity, so the library sees only well-formed views.
+#include <sparsekern/bsr.h>
+
+#include <string>
+
+#include "common.h"
+
+namespace sparsekern::bindings {
+
+namespace {
+
+using bsr::BlockSparseView;
+
+/// A 1-D contiguous int32 index array on `device` (or null for None).
+const std::int32_t* index_array(const nb::object& obj, const char* name, Device device,
+                                std::int64_t expected_len) {
+  if (obj.is_none()) return nullptr;
+  AnyArray a = nb::cast<AnyArray>(obj);
+  const nb::dlpack::dtype t = a.dtype();
+  if (!(t.code == uint8_t(nb::dlpack::dtype_code::Int) && t.bits == 32 && t.lanes == 1))
+    throw TypeMismatch(std::string("`") + name + "` must be an int32 tensor");
+  if (device_of(a, name) != device)
+    throw InvalidArgument(std::string("`") + name + "` must be on the device of `values`");
+  if (a.ndim() != 1 || std::int64_t(a.shape(0)) != expected_len)
+    throw InvalidArgument(std::string("`") + name + "` must be 1-D with " +
+                          std::to_string(expected_len) + " entries; got " +
+                          (a.ndim() == 1 ? std::to_string(a.shape(0)) + " entries"
+                                         : std::to_string(a.ndim()) + "-D"));
+  if (a.shape(0) > 1 && a.stride(0) != 1)
+    throw InvalidArgument(std::string("`") + name + "` must be contiguous");
+  return static_cast<const std::int32_t*>(a.data());
+}
+
+/// The sparse operand: values (nnz, b, b) contiguous, plus its index sets.
+BlockSparseView sparse_view(const AnyArray& values, std::int64_t rows, std::int64_t cols,
+                            std::int64_t block, const nb::object& row_offsets,
+                            const nb::object& col_indices, const nb::object& row_indices,
+                            const nb::object& col_offsets, const nb::object& rows_by_col,
+                            const nb::object& blocks_by_col, DType* dtype, Device* device) {
+  *dtype = dtype_of(values, "values");
+  *device = device_of(values, "values");
+  if (values.ndim() != 3 || std::int64_t(values.shape(1)) != block ||
+      std::int64_t(values.shape(2)) != block)
+    throw InvalidArgument("`values` must be (nnz_blocks, " + std::to_string(block) + ", " +
+                          std::to_string(block) + ")");
+  const std::int64_t nnz = std::int64_t(values.shape(0));
+  if (nnz > 0 && !(values.stride(2) == 1 && values.stride(1) == block &&
+                   (nnz == 1 || values.stride(0) == block * block)))
+    throw InvalidArgument("`values` must be contiguous");
+  BlockSparseView s;
+  s.rows = rows;
+  s.cols = cols;
+  s.block_size = block;
+  s.nnz_blocks = nnz;
+  s.values = values.data();
+  const std::int64_t rb = block > 0 ? rows / block : 0, cb = block > 0 ? cols / block : 0;
+  s.block_row_offsets = index_array(row_offsets, "block_row_offsets", *device, rb + 1);
+  s.block_col_indices = index_array(col_indices, "block_col_indices", *device, nnz);
+  s.block_row_indices = index_array(row_indices, "block_row_indices", *device, nnz);
+  s.block_col_offsets = index_array(col_offsets, "block_col_offsets", *device, cb + 1);
+  s.block_rows_by_col = index_array(rows_by_col, "block_rows_by_col", *device, nnz);
+  s.blocks_by_col = index_array(blocks_by_col, "blocks_by_col", *device, nnz);
+  return s;
+}
+
+void check_same(const AnyArray& a, const char* name, DType dtype, Device device) {
+  if (dtype_of(a, name) != dtype)
+    throw TypeMismatch(std::string("`") + name + "` must have the dtype of `values` (" +
+                       dtype_name(dtype) + "); got " + dtype_name(dtype_of(a, name)));
+  if (device_of(a, name) != device)
+    throw InvalidArgument(std::string("`") + name + "` must be on the device of `values`");
+}
+
+MatrixView matrix2d(const AnyArray& a, const char* name) {
+  if (a.ndim() != 2)
+    throw InvalidArgument("`" + std::string(name) + "` must be 2-D; got " + std::to_string(a.ndim()) + "-D");
+  return matrix_of(a, name).view;
+}
+
+dense::Fp32Math math(bool allow_tf32) { return allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee; }
+
+void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int64_t cols,
+         std::int64_t block, const nb::object& row_offsets, const nb::object& col_indices,
+         const nb::object& col_offsets, const nb::object& rows_by_col,
+         const nb::object& blocks_by_col, bool transpose, const nb::object& bias,
+         const AnyArray& out, bool allow_tf32, std::uintptr_t stream) {
+  bsr::DdsParams p;
+  p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
+                    rows_by_col, blocks_by_col, &p.dtype, &p.device);
+  check_same(a, "a", p.dtype, p.device);
+  check_same(out, "out", p.dtype, p.device);
+  p.a = matrix2d(a, "a");
+  const MatrixView c = matrix2d(out, "out");
+  p.c = MutableMatrixView{const_cast<void*>(c.data), c.rows, c.cols, c.row_stride, c.col_stride, 0};
+  if (!bias.is_none()) {
+    AnyArray bv = nb::cast<AnyArray>(bias);
+    check_same(bv, "bias", p.dtype, p.device);
+    const std::int64_t n = transpose ? rows : cols;
+    if (bv.ndim() != 1 || std::int64_t(bv.shape(0)) != n || (n > 1 && bv.stride(0) != 1))
+      throw InvalidArgument("`bias` must be a contiguous 1-D tensor of " + std::to_string(n) + " elements");
+    p.bias = bv.data();
+  }
+  p.transpose_s = transpose;
+  p.fp32_math = math(allow_tf32);
+  bsr::dds(p, as_stream(stream));
+}
+
+void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int64_t block,
+         const nb::object& row_offsets, const nb::object& col_indices,
+         const nb::object& col_offsets, const nb::object& rows_by_col,
+         const nb::object& blocks_by_col, bool transpose, const AnyArray& b, const AnyArray& out,
+         bool allow_tf32, std::uintptr_t stream) {
+  bsr::DsdParams p;
+  p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
+                    rows_by_col, blocks_by_col, &p.dtype, &p.device);
+  check_same(b, "b", p.dtype, p.device);
+  check_same(out, "out", p.dtype, p.device);
+  p.b = matrix2d(b, "b");
+  const MatrixView c = matrix2d(out, "out");
+  p.c = MutableMatrixView{const_cast<void*>(c.data), c.rows, c.cols, c.row_stride, c.col_stride, 0};
+  p.transpose_s = transpose;
+  p.fp32_math = math(allow_tf32);
+  bsr::dsd(p, as_stream(stream));
+}
+
+void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t cols,
+         std::int64_t block, const nb::object& row_indices, const nb::object& col_indices,
+         const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream) {
+  bsr::SddParams p;
+  p.pattern = sparse_view(out_values, rows, cols, block, nb::none(), col_indices, row_indices,
+                          nb::none(), nb::none(), nb::none(), &p.dtype, &p.device);
+  p.out_values = const_cast<void*>(p.pattern.values);
+  check_same(a, "a", p.dtype, p.device);
+  check_same(b, "b", p.dtype, p.device);
+  p.a = matrix2d(a, "a");
+  p.b = matrix2d(b, "b");
+  p.fp32_math = math(allow_tf32);
+  bsr::sdd(p, as_stream(stream));
+}
+
+void validate(std::int64_t nnz, std::int64_t rows, std::int64_t cols, std::int64_t block,
+              const nb::object& row_offsets, const nb::object& col_indices,
+              const nb::object& row_indices, const nb::object& col_offsets,
+              const nb::object& rows_by_col, const nb::object& blocks_by_col) {
+  if (block <= 0) throw InvalidArgument("`block_size` must be positive; got " + std::to_string(block));
+  const Device cpu{DeviceType::cpu, 0};
+  BlockSparseView s;
+  s.rows = rows;
+  s.cols = cols;
+  s.block_size = block;
+  s.nnz_blocks = nnz;
+  s.block_row_offsets = index_array(row_offsets, "block_row_offsets", cpu, rows / block + 1);
+  s.block_col_indices = index_array(col_indices, "block_col_indices", cpu, nnz);
+  s.block_row_indices = index_array(row_indices, "block_row_indices", cpu, nnz);
+  s.block_col_offsets = index_array(col_offsets, "block_col_offsets", cpu, cols / block + 1);
+  s.block_rows_by_col = index_array(rows_by_col, "block_rows_by_col", cpu, nnz);
+  s.blocks_by_col = index_array(blocks_by_col, "blocks_by_col", cpu, nnz);
+  bsr::validate_pattern(s);
+}
+
+}  // namespace
+
+void register_bsr(nb::module_& m) {
+  m.def("bsr_dds", &dds, nb::arg("a"), nb::arg("values"), nb::arg("rows"), nb::arg("cols"),
+        nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
+        nb::arg("block_col_offsets").none(), nb::arg("block_rows_by_col").none(),
+        nb::arg("blocks_by_col").none(), nb::arg("transpose"), nb::arg("bias").none(),
+        nb::arg("out"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+        "out ← a · op(S) (+ bias), S block-sparse (rows × cols), op(S) = Sᵀ if transpose");
+  m.def("bsr_dsd", &dsd, nb::arg("values"), nb::arg("rows"), nb::arg("cols"), nb::arg("block_size"),
+        nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
+        nb::arg("block_col_offsets").none(), nb::arg("block_rows_by_col").none(),
+        nb::arg("blocks_by_col").none(), nb::arg("transpose"), nb::arg("b"), nb::arg("out"),
+        nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+        "out ← op(S) · b, S block-sparse (rows × cols), op(S) = Sᵀ if transpose");
+  m.def("bsr_sdd", &sdd, nb::arg("a"), nb::arg("b"), nb::arg("rows"), nb::arg("cols"),
+        nb::arg("block_size"), nb::arg("block_row_indices").none(), nb::arg("block_col_indices").none(),
+        nb::arg("out_values"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+        "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p])");
+  m.def("bsr_validate", &validate, nb::arg("nnz_blocks"), nb::arg("rows"), nb::arg("cols"),
+        nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
+        nb::arg("block_row_indices").none(), nb::arg("block_col_offsets").none(),
+        nb::arg("block_rows_by_col").none(), nb::arg("blocks_by_col").none(),
+        "check the index sets of a block-sparse pattern (CPU int32 arrays); raises ValueError");
+}
+
+}  // namespace sparsekern::bindings

@@ -1,0 +1,832 @@
+"""Block-sparse matrices and the products on them.
+
+A :class:`BlockSparseMatrix` is a ``rows × cols`` matrix stored as square ``b × b`` blocks
+(``b`` ∈ {16, 32, 64, 128}) in BSR order, carrying the three index sets the kernels need:
+
+- row-wise (BSR): ``block_row_offsets`` (rows/b + 1) and ``block_col_indices`` (nnz);
+- column-wise (CSC of the block pattern): ``block_col_offsets`` (cols/b + 1), ``block_rows_by_col``
+  and ``blocks_by_col`` (a permutation into the values), so that ``.t()`` moves no data;
+- the coordinate list: ``block_row_indices`` with ``block_col_indices``.
+
+Products (``torch.library`` custom ops, differentiable in the dense operands and in the values):
+
+- ``dsd(s, x)``: dense = s · x (``s`` may be a transposed view, ``m.t()``);
+- ``dds(x, s, bias=None)``: dense = x · s (+ bias), any leading batch dims on ``x``;
+- ``sdd(a, b, pattern)``: block-sparse = (a · b) on the blocks of ``pattern`` only.
+
+On CUDA, fp16/bf16 (and fp32 when ``torch.backends.cuda.matmul.allow_tf32`` is on) run on tensor
+cores; fp32 without TF32 and fp64 run a slower exact SIMT kernel. Index sets are built and checked
+when a matrix is constructed (which may synchronise with the GPU); the products never synchronise.
+
+Pattern learning: :func:`prune_and_regrow` drops the lowest-magnitude blocks of a matrix and grows
+as many elsewhere, keeping the optimizer's per-block state consistent (see ``BlockSparseLinear``).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import torch
+
+from . import _C
+from ._core import FLOAT_DTYPES, as_dlpack, check_backend, dtype_name, stream_of
+
+__all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
+
+BLOCK_SIZES = (16, 32, 64, 128)
+_INDEX_NAMES = ("block_row_offsets", "block_col_indices", "block_row_indices", "block_col_offsets",
+                "block_rows_by_col", "blocks_by_col")
+
+_get_tf32 = torch._C._get_cublas_allow_tf32
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks (shared by the public functions, the custom ops and their fake kernels)
+# --------------------------------------------------------------------------------------------
+def check_block_size(block_size) -> int:
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size not in BLOCK_SIZES:
+        raise ValueError(f"`block_size` must be one of {BLOCK_SIZES}; got {block_size!r}")
+    return block_size
+
+
+def check_density(density) -> float:
+    if isinstance(density, bool) or not isinstance(density, (int, float)) or not (0.0 < density <= 1.0):
+        raise ValueError(f"`density` must be in (0, 1]; got {density!r}")
+    return float(density)
+
+
+def _check_shape_divisible(shape, block_size: int, name: str = "shape") -> None:
+    rows, cols = shape
+    if rows < 0 or cols < 0 or rows % block_size or cols % block_size:
+        raise ValueError(f"`block_size` {block_size} must divide the {name} {rows}x{cols} "
+                         f"(both dims must be multiples of the block size)")
+
+
+def _check_float(name: str, t) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor; got {type(t).__name__}")
+    if t.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"`{name}` must have dtype float16, bfloat16, float32 or float64; got {dtype_name(t.dtype)}")
+
+
+def _check_like(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    if t.device != ref.device:
+        raise ValueError(f"`{name}` must be on the device of `{ref_name}` ({ref.device}); got {t.device}")
+    if t.dtype != ref.dtype:
+        raise TypeError(f"`{name}` must have the dtype of `{ref_name}` ({dtype_name(ref.dtype)}); "
+                        f"got {dtype_name(t.dtype)}")
+
+
+def _check_values(values: torch.Tensor, rows: int, cols: int) -> int:
+    _check_float("values", values)
+    if values.dim() != 3 or values.shape[1] != values.shape[2]:
+        raise ValueError(f"`values` must be (nnz_blocks, b, b); got shape {tuple(values.shape)}")
+    b = check_block_size(int(values.shape[1]))
+    _check_shape_divisible((rows, cols), b, "sparse matrix shape")
+    check_backend("values", values)
+    return b
+
+
+# --------------------------------------------------------------------------------------------
+# Index sets
+# --------------------------------------------------------------------------------------------
+def _derive_index_sets(row_offsets: torch.Tensor, col_indices: torch.Tensor, n_block_rows: int,
+                       n_block_cols: int):
+    """Coordinate list and column-wise set from a (valid) row-wise set. int32, same device."""
+    dev = col_indices.device
+    nnz = col_indices.numel()
+    counts = (row_offsets[1:] - row_offsets[:-1]).long()
+    row_indices = torch.repeat_interleave(torch.arange(n_block_rows, device=dev), counts,
+                                          output_size=nnz).to(torch.int32)
+    key = col_indices.long() * max(n_block_rows, 1) + row_indices.long()
+    blocks_by_col = torch.argsort(key, stable=True).to(torch.int32)
+    rows_by_col = row_indices[blocks_by_col.long()]
+    col_counts = torch.bincount(col_indices.long(), minlength=n_block_cols)
+    col_offsets = torch.zeros(n_block_cols + 1, dtype=torch.int32, device=dev)
+    col_offsets[1:] = torch.cumsum(col_counts, 0).to(torch.int32)
+    return row_indices, col_offsets, rows_by_col.contiguous(), blocks_by_col.contiguous()
+
+
+def _pattern_from_mask(mask: torch.Tensor):
+    """Row-wise index set (int32) of a (block_rows × block_cols) boolean mask."""
+    nz = mask.nonzero()
+    rows, cols = nz[:, 0], nz[:, 1]
+    offsets = torch.zeros(mask.shape[0] + 1, dtype=torch.int32, device=mask.device)
+    offsets[1:] = torch.cumsum(torch.bincount(rows, minlength=mask.shape[0]), 0).to(torch.int32)
+    return offsets, cols.to(torch.int32).contiguous()
+
+
+def _validate_index_sets(nnz: int, rows: int, cols: int, b: int, sets: dict) -> None:
+    cpu = {k: (v.detach().to("cpu", torch.int32).contiguous() if v is not None else None)
+           for k, v in sets.items()}
+    _C.bsr_validate(nnz, rows, cols, b, *(as_dlpack(cpu.get(k)) if cpu.get(k) is not None else None
+                                          for k in _INDEX_NAMES))
+
+
+def _check_index_tensor(name: str, t, device) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor; got {type(t).__name__}")
+    if t.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"`{name}` must be an int32 or int64 tensor; got {dtype_name(t.dtype)}")
+    if t.dim() != 1:
+        raise ValueError(f"`{name}` must be 1-D; got shape {tuple(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"`{name}` must be on the device of `values` ({device}); got {t.device}")
+
+
+# --------------------------------------------------------------------------------------------
+# BlockSparseMatrix
+# --------------------------------------------------------------------------------------------
+class BlockSparseMatrix:
+    """A block-sparse matrix: BSR values plus row-wise, column-wise and coordinate index sets.
+
+    Build one with :meth:`from_dense`, :meth:`from_mask`, :meth:`random`, :meth:`from_torch_bsr`
+    or :meth:`from_state_dict`, or directly from BSR arrays::
+
+        m = BlockSparseMatrix(values, block_row_offsets, block_col_indices, shape=(rows, cols))
+
+    ``values`` is ``(nnz_blocks, b, b)``; blocks are stored row-major in BSR order. ``m.t()`` is a
+    view of the transpose sharing every tensor. ``values`` may require grad (or be an
+    ``nn.Parameter``): the products are differentiable in it.
+    """
+
+    def __init__(self, values: torch.Tensor, block_row_offsets: torch.Tensor,
+                 block_col_indices: torch.Tensor, shape, *, validate: bool = True,
+                 _derived=None, _transposed: bool = False):
+        if not isinstance(shape, (tuple, list, torch.Size)) or len(shape) != 2:
+            raise ValueError(f"`shape` must be (rows, cols); got {shape!r}")
+        rows, cols = int(shape[0]), int(shape[1])
+        b = _check_values(values, rows, cols)
+        dev = values.device
+        _check_index_tensor("block_row_offsets", block_row_offsets, dev)
+        _check_index_tensor("block_col_indices", block_col_indices, dev)
+        rb, cb = rows // b, cols // b
+        if block_row_offsets.numel() != rb + 1:
+            raise ValueError(f"`block_row_offsets` must have rows/b + 1 = {rb + 1} entries; "
+                             f"got {block_row_offsets.numel()}")
+        if block_col_indices.numel() != values.shape[0]:
+            raise ValueError(f"`block_col_indices` must have one entry per block of `values` "
+                             f"({values.shape[0]}); got {block_col_indices.numel()}")
+        row_offsets = block_row_offsets.to(torch.int32).contiguous()
+        col_indices = block_col_indices.to(torch.int32).contiguous()
+        nnz = int(values.shape[0])
+        if validate:
+            _validate_index_sets(nnz, rows, cols, b, {"block_row_offsets": row_offsets,
+                                                       "block_col_indices": col_indices})
+        if _derived is None:
+            _derived = _derive_index_sets(row_offsets, col_indices, rb, cb)
+        self.values = values
+        self.block_row_offsets = row_offsets
+        self.block_col_indices = col_indices
+        (self.block_row_indices, self.block_col_offsets, self.block_rows_by_col,
+         self.blocks_by_col) = _derived
+        self.block_size = b
+        self._storage_shape = (rows, cols)
+        self.transposed = bool(_transposed)
+
+    # -- views and properties ------------------------------------------------------------------
+    @property
+    def shape(self) -> torch.Size:
+        r, c = self._storage_shape
+        return torch.Size((c, r) if self.transposed else (r, c))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.values.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.values.device
+
+    @property
+    def nnz_blocks(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def density(self) -> float:
+        r, c = self._storage_shape
+        total = (r // self.block_size) * (c // self.block_size)
+        return self.nnz_blocks / total if total else 0.0
+
+    def index_sets(self) -> tuple:
+        """The six index tensors, in the order the custom ops take them."""
+        return (self.block_row_offsets, self.block_col_indices, self.block_row_indices,
+                self.block_col_offsets, self.block_rows_by_col, self.blocks_by_col)
+
+    def _like(self, values: torch.Tensor, transposed: Optional[bool] = None) -> "BlockSparseMatrix":
+        """Same pattern (tensors shared, no checks), other values."""
+        out = BlockSparseMatrix.__new__(BlockSparseMatrix)
+        out.__dict__.update(self.__dict__)
+        out.values = values
+        if transposed is not None:
+            out.transposed = transposed
+        return out
+
+    def t(self) -> "BlockSparseMatrix":
+        """The transpose, sharing values and index sets (no data movement)."""
+        return self._like(self.values, not self.transposed)
+
+    @property
+    def T(self) -> "BlockSparseMatrix":  # noqa: N802 - torch naming
+        return self.t()
+
+    def with_values(self, values: torch.Tensor) -> "BlockSparseMatrix":
+        """Same pattern and orientation, new values of the same shape."""
+        if not isinstance(values, torch.Tensor) or values.shape != self.values.shape:
+            raise ValueError(f"`values` must have shape {tuple(self.values.shape)}; got "
+                             f"{tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__}")
+        if values.device != self.device:
+            raise ValueError(f"`values` must be on {self.device}; got {values.device}")
+        _check_float("values", values)
+        return self._like(values)
+
+    def to(self, *args, **kwargs) -> "BlockSparseMatrix":
+        """``Tensor.to`` semantics: moves the index sets with the device, casts only the values."""
+        values = self.values.to(*args, **kwargs)
+        out = self._like(values)
+        if values.device != self.device:
+            for name in _INDEX_NAMES:
+                setattr(out, name, getattr(self, name).to(values.device))
+        return out
+
+    def detach(self) -> "BlockSparseMatrix":
+        return self._like(self.values.detach())
+
+    def mask(self) -> torch.Tensor:
+        """Boolean (block_rows × block_cols) pattern of the logical matrix."""
+        r, c = self._storage_shape
+        m = torch.zeros(r // self.block_size, c // self.block_size, dtype=torch.bool, device=self.device)
+        m[self.block_row_indices.long(), self.block_col_indices.long()] = True
+        return m.t() if self.transposed else m
+
+    def to_dense(self) -> torch.Tensor:
+        """Dense copy (differentiable in ``values``)."""
+        r, c = self._storage_shape
+        b = self.block_size
+        grid = self.values.new_zeros(r // b, c // b, b, b)
+        grid = grid.index_put((self.block_row_indices.long(), self.block_col_indices.long()), self.values)
+        dense = grid.permute(0, 2, 1, 3).reshape(r, c)
+        return dense.t() if self.transposed else dense
+
+    def to_torch_bsr(self) -> torch.Tensor:
+        """A ``torch.sparse_bsr`` tensor of the logical matrix (a transposed view is materialised)."""
+        if not self.transposed:
+            crow, col, vals = self.block_row_offsets, self.block_col_indices, self.values
+        else:
+            crow, col = self.block_col_offsets, self.block_rows_by_col
+            vals = self.values[self.blocks_by_col.long()].transpose(-1, -2).contiguous()
+        with warnings.catch_warnings():  # "BSR support is in beta state"
+            warnings.simplefilter("ignore", UserWarning)
+            # The index sets were validated at construction: torch's own check would be redundant.
+            return torch.sparse_bsr_tensor(crow, col, vals, size=self.shape, check_invariants=False)
+
+    def state_dict(self) -> dict:
+        """Tensors that rebuild the matrix with :meth:`from_state_dict` (index sets are derived)."""
+        r, c = self._storage_shape
+        return {"values": self.values.detach(), "block_row_offsets": self.block_row_offsets,
+                "block_col_indices": self.block_col_indices,
+                "shape": torch.tensor([r, c], dtype=torch.int64),
+                "transposed": torch.tensor(self.transposed)}
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "BlockSparseMatrix":
+        for key in ("values", "block_row_offsets", "block_col_indices", "shape"):
+            if key not in state:
+                raise ValueError(f"`state` is missing {key!r}")
+        shape = tuple(int(x) for x in state["shape"].tolist())
+        m = cls(state["values"], state["block_row_offsets"].to(state["values"].device),
+                state["block_col_indices"].to(state["values"].device), shape)
+        if "transposed" in state and bool(state["transposed"]):
+            m = m.t()
+        return m
+
+    def __repr__(self) -> str:
+        return (f"BlockSparseMatrix(shape={tuple(self.shape)}, block_size={self.block_size}, "
+                f"nnz_blocks={self.nnz_blocks}, density={self.density:.3g}, dtype={dtype_name(self.dtype)}, "
+                f"device={self.device}{', transposed' if self.transposed else ''})")
+
+    def __matmul__(self, other):
+        if isinstance(other, torch.Tensor):
+            return dsd(self, other)
+        return NotImplemented
+
+    def __rmatmul__(self, other):
+        if isinstance(other, torch.Tensor):
+            return dds(other, self)
+        return NotImplemented
+
+    # -- constructors --------------------------------------------------------------------------
+    @classmethod
+    def from_mask(cls, mask: torch.Tensor, block_size: int, values: Optional[torch.Tensor] = None, *,
+                  dtype=None, device=None) -> "BlockSparseMatrix":
+        """Pattern from a boolean (rows/b × cols/b) block mask; values from a dense tensor of the
+        full shape (its blocks are copied), or zeros."""
+        b = check_block_size(block_size)
+        if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+            raise ValueError("`mask` must be a 2-D boolean tensor of blocks")
+        mask = mask.to(torch.bool)
+        rows, cols = mask.shape[0] * b, mask.shape[1] * b
+        if values is not None:
+            _check_float("values", values)
+            if values.shape != (rows, cols):
+                raise ValueError(f"`values` must be the dense {rows}x{cols} matrix for a "
+                                 f"{tuple(mask.shape)} block mask; got {tuple(values.shape)}")
+            device = values.device
+            dtype = values.dtype
+        device = torch.device(device) if device is not None else mask.device
+        dtype = dtype or torch.get_default_dtype()
+        mask = mask.to(device)
+        offsets, cols_idx = _pattern_from_mask(mask)
+        rows_idx = torch.nonzero(mask)[:, 0]
+        if values is not None:
+            grid = values.reshape(rows // b, b, cols // b, b).permute(0, 2, 1, 3)
+            vals = grid[rows_idx, cols_idx.long()].contiguous()
+        else:
+            vals = torch.zeros(int(cols_idx.numel()), b, b, dtype=dtype, device=device)
+        return cls(vals, offsets, cols_idx, (rows, cols), validate=False)
+
+    @classmethod
+    def from_dense(cls, dense: torch.Tensor, block_size: int, mask: Optional[torch.Tensor] = None, *,
+                   density: Optional[float] = None) -> "BlockSparseMatrix":
+        """Blocks of ``dense``: those of ``mask``, or the ``density`` fraction with the largest
+        Frobenius norm (at least one block), or every non-zero block when neither is given."""
+        _check_float("dense", dense)
+        if dense.dim() != 2:
+            raise ValueError(f"`dense` must be 2-D; got shape {tuple(dense.shape)}")
+        b = check_block_size(block_size)
+        _check_shape_divisible(tuple(dense.shape), b, "shape of `dense`")
+        if mask is not None and density is not None:
+            raise ValueError("give `mask` or `density`, not both")
+        rb, cb = dense.shape[0] // b, dense.shape[1] // b
+        norms = dense.detach().reshape(rb, b, cb, b).float().pow(2).sum(dim=(1, 3))
+        if mask is None:
+            if density is None:
+                mask = norms > 0
+            else:
+                mask = _top_blocks(norms, check_density(density))
+        elif mask.shape != (rb, cb):
+            raise ValueError(f"`mask` must be ({rb}, {cb}) for a {tuple(dense.shape)} matrix with "
+                             f"{b}x{b} blocks; got {tuple(mask.shape)}")
+        return cls.from_mask(mask, b, dense.detach())
+
+    @classmethod
+    def random(cls, shape, block_size: int, density: float, *, dtype=None, device=None,
+               generator: Optional[torch.Generator] = None, std: float = 1.0) -> "BlockSparseMatrix":
+        """Uniformly random pattern with round(density · blocks) blocks (at least one) and N(0, std²)
+        values."""
+        b = check_block_size(block_size)
+        d = check_density(density)
+        rows, cols = int(shape[0]), int(shape[1])
+        _check_shape_divisible((rows, cols), b)
+        rb, cb = rows // b, cols // b
+        mask = random_mask(rb, cb, d, generator=generator)
+        m = cls.from_mask(mask, b, dtype=dtype or torch.get_default_dtype(), device=device or "cpu")
+        vals = torch.randn(m.values.shape, generator=generator, dtype=torch.float32) * std
+        m.values = vals.to(dtype=m.values.dtype, device=m.values.device)
+        return m
+
+    @classmethod
+    def from_torch_bsr(cls, t: torch.Tensor) -> "BlockSparseMatrix":
+        """From a ``torch.sparse_bsr`` tensor with square blocks."""
+        if not isinstance(t, torch.Tensor) or t.layout != torch.sparse_bsr:
+            raise ValueError("`t` must be a torch.sparse_bsr tensor")
+        vals = t.values()
+        if vals.dim() != 3 or vals.shape[1] != vals.shape[2]:
+            raise ValueError(f"`t` must have square blocks; got blocks of {tuple(vals.shape[1:])}")
+        return cls(vals.contiguous(), t.crow_indices(), t.col_indices(), tuple(t.shape))
+
+
+def num_blocks_for(density: float, total_blocks: int) -> int:
+    """round(density · total) blocks, at least one (a non-empty layer)."""
+    return max(1, min(total_blocks, int(round(check_density(density) * total_blocks))))
+
+
+def random_mask(block_rows: int, block_cols: int, density: float, *,
+                generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    total = block_rows * block_cols
+    k = num_blocks_for(density, total)
+    pick = torch.randperm(total, generator=generator)[:k]
+    mask = torch.zeros(total, dtype=torch.bool)
+    mask[pick] = True
+    return mask.view(block_rows, block_cols)
+
+
+def _top_blocks(norms: torch.Tensor, density: float) -> torch.Tensor:
+    k = num_blocks_for(density, norms.numel())
+    pick = torch.topk(norms.flatten(), k).indices
+    mask = torch.zeros(norms.numel(), dtype=torch.bool, device=norms.device)
+    mask[pick] = True
+    return mask.view(norms.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Layout preparation for the CUDA tensor-core path (CPU kernels take any strides)
+# --------------------------------------------------------------------------------------------
+def _vec(t: torch.Tensor) -> int:
+    return 16 // t.element_size()
+
+
+def _row_major(t: torch.Tensor) -> torch.Tensor:
+    """Unit column stride, 16-byte aligned rows (copy only when needed; CUDA only)."""
+    if t.device.type != "cuda" or t.numel() == 0:
+        return t
+    r, c = t.shape
+    if (t.stride(1) == 1 or c <= 1) and (t.stride(0) % _vec(t) == 0 or r <= 1) and t.data_ptr() % 16 == 0:
+        return t
+    return t.contiguous()
+
+
+def _col_major(t: torch.Tensor) -> torch.Tensor:
+    """Unit row stride, 16-byte aligned columns (copy only when needed; CUDA only)."""
+    if t.device.type != "cuda" or t.numel() == 0:
+        return t
+    r, c = t.shape
+    if (t.stride(0) == 1 or r <= 1) and (t.stride(1) % _vec(t) == 0 or c <= 1) and t.data_ptr() % 16 == 0:
+        return t
+    return t.t().contiguous().t()
+
+
+def _allow_tf32(t: torch.Tensor) -> bool:
+    return t.dtype == torch.float32 and t.device.type == "cuda" and bool(_get_tf32())
+
+
+def _idx(t: Optional[torch.Tensor]):
+    return None if t is None else as_dlpack(t)
+
+
+# --------------------------------------------------------------------------------------------
+# Implementations (validated tensors in, fresh outputs)
+# --------------------------------------------------------------------------------------------
+def _check_op(values, index, rows, cols) -> int:
+    b = _check_values(values, rows, cols)
+    if len(index) != 6:
+        raise ValueError("expected the six index-set tensors")
+    for name, t in zip(_INDEX_NAMES, index):
+        _check_index_tensor(name, t, values.device)
+    return b
+
+
+def _check_dds_args(a, values, index, rows, cols, transpose, bias):
+    _check_float("x", a)
+    _check_op(values, index, rows, cols)
+    _check_like("x", a, "s", values)
+    if a.dim() != 2:
+        raise ValueError(f"`x` must be 2-D here; got shape {tuple(a.shape)}")
+    k, n = (cols, rows) if transpose else (rows, cols)
+    if a.shape[1] != k:
+        raise ValueError(f"`x` must have {k} columns (the rows of the {k}x{n} sparse operand); "
+                         f"got shape {tuple(a.shape)}")
+    if bias is not None:
+        _check_float("bias", bias)
+        _check_like("bias", bias, "s", values)
+        if bias.shape != (n,):
+            raise ValueError(f"`bias` must have shape ({n},); got {tuple(bias.shape)}")
+    return a.shape[0], n
+
+
+def _dds_impl(a, values, index, rows, cols, transpose, bias):
+    m, n = _check_dds_args(a, values, index, rows, cols, transpose, bias)
+    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if out.numel() == 0:
+        return out
+    a = _row_major(a)
+    if bias is not None:
+        bias = bias.contiguous()
+    ro, ci, _, co, rbc, bbc = index
+    _C.bsr_dds(as_dlpack(a), as_dlpack(values.contiguous()), rows, cols, values.shape[1],
+               _idx(ro), _idx(ci), _idx(co), _idx(rbc), _idx(bbc), transpose,
+               _idx(bias), as_dlpack(out), _allow_tf32(a), stream_of(a))
+    return out
+
+
+def _check_dsd_args(values, index, rows, cols, transpose, b):
+    _check_float("x", b)
+    _check_op(values, index, rows, cols)
+    _check_like("x", b, "s", values)
+    if b.dim() != 2:
+        raise ValueError(f"`x` must be 2-D; got shape {tuple(b.shape)}")
+    m, k = (cols, rows) if transpose else (rows, cols)
+    if b.shape[0] != k:
+        raise ValueError(f"`x` must have {k} rows (the columns of the {m}x{k} sparse operand); "
+                         f"got shape {tuple(b.shape)}")
+    return m, b.shape[1]
+
+
+def _dsd_impl(values, index, rows, cols, transpose, b):
+    m, n = _check_dsd_args(values, index, rows, cols, transpose, b)
+    out = torch.empty((m, n), dtype=b.dtype, device=b.device)
+    if out.numel() == 0:
+        return out
+    target = out
+    if b.device.type == "cuda":
+        b = _col_major(b)
+        # The kernel writes C column by column of Cᵀ: rows of C must start 16-byte aligned.
+        vec = _vec(out)
+        if n % vec and m > 1:
+            target = torch.empty((m, n + vec - n % vec), dtype=b.dtype, device=b.device)[:, :n]
+    ro, ci, _, co, rbc, bbc = index
+    _C.bsr_dsd(as_dlpack(values.contiguous()), rows, cols, values.shape[1], _idx(ro), _idx(ci),
+               _idx(co), _idx(rbc), _idx(bbc), transpose, as_dlpack(b), as_dlpack(target),
+               _allow_tf32(b), stream_of(b))
+    if target is not out:
+        out.copy_(target)
+    return out
+
+
+def _check_sdd_args(a, b, like_values, index, rows, cols):
+    _check_float("a", a)
+    _check_float("b", b)
+    _check_op(like_values, index, rows, cols)
+    _check_like("a", a, "pattern", like_values)
+    _check_like("b", b, "pattern", like_values)
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"`a` and `b` must be 2-D; got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] != rows or b.shape[1] != cols or a.shape[1] != b.shape[0]:
+        raise ValueError(f"`a` · `b` must be {rows}x{cols} (the pattern's shape); got "
+                         f"{tuple(a.shape)} · {tuple(b.shape)}")
+
+
+def _sdd_impl(a, b, like_values, index, rows, cols):
+    _check_sdd_args(a, b, like_values, index, rows, cols)
+    out = torch.empty_like(like_values, memory_format=torch.contiguous_format)
+    if out.numel() == 0:
+        return out
+    a, b = _col_major(a), _row_major(b)
+    _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
+               _idx(index[1]), as_dlpack(out), _allow_tf32(a), stream_of(a))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Custom ops + autograd
+# --------------------------------------------------------------------------------------------
+@torch.library.custom_op("sparsekern::bsr_dds", mutates_args=())
+def _dds_op(a: torch.Tensor, values: torch.Tensor, block_row_offsets: torch.Tensor,
+            block_col_indices: torch.Tensor, block_row_indices: torch.Tensor,
+            block_col_offsets: torch.Tensor, block_rows_by_col: torch.Tensor,
+            blocks_by_col: torch.Tensor, rows: int, cols: int, transpose: bool,
+            bias: Optional[torch.Tensor]) -> torch.Tensor:
+    index = (block_row_offsets, block_col_indices, block_row_indices, block_col_offsets,
+             block_rows_by_col, blocks_by_col)
+    return _dds_impl(a, values, index, rows, cols, transpose, bias)
+
+
+@_dds_op.register_fake
+def _(a, values, ro, ci, ri, co, rbc, bbc, rows, cols, transpose, bias):
+    m, n = _check_dds_args(a, values, (ro, ci, ri, co, rbc, bbc), rows, cols, transpose, bias)
+    return a.new_empty((m, n))
+
+
+@torch.library.custom_op("sparsekern::bsr_dsd", mutates_args=())
+def _dsd_op(values: torch.Tensor, block_row_offsets: torch.Tensor, block_col_indices: torch.Tensor,
+            block_row_indices: torch.Tensor, block_col_offsets: torch.Tensor,
+            block_rows_by_col: torch.Tensor, blocks_by_col: torch.Tensor, rows: int, cols: int,
+            transpose: bool, b: torch.Tensor) -> torch.Tensor:
+    index = (block_row_offsets, block_col_indices, block_row_indices, block_col_offsets,
+             block_rows_by_col, blocks_by_col)
+    return _dsd_impl(values, index, rows, cols, transpose, b)
+
+
+@_dsd_op.register_fake
+def _(values, ro, ci, ri, co, rbc, bbc, rows, cols, transpose, b):
+    m, n = _check_dsd_args(values, (ro, ci, ri, co, rbc, bbc), rows, cols, transpose, b)
+    return b.new_empty((m, n))
+
+
+@torch.library.custom_op("sparsekern::bsr_sdd", mutates_args=())
+def _sdd_op(a: torch.Tensor, b: torch.Tensor, like_values: torch.Tensor,
+            block_row_offsets: torch.Tensor, block_col_indices: torch.Tensor,
+            block_row_indices: torch.Tensor, block_col_offsets: torch.Tensor,
+            block_rows_by_col: torch.Tensor, blocks_by_col: torch.Tensor, rows: int,
+            cols: int) -> torch.Tensor:
+    index = (block_row_offsets, block_col_indices, block_row_indices, block_col_offsets,
+             block_rows_by_col, blocks_by_col)
+    return _sdd_impl(a, b, like_values, index, rows, cols)
+
+
+@_sdd_op.register_fake
+def _(a, b, like_values, ro, ci, ri, co, rbc, bbc, rows, cols):
+    _check_sdd_args(a, b, like_values, (ro, ci, ri, co, rbc, bbc), rows, cols)
+    return torch.empty_like(like_values, memory_format=torch.contiguous_format)
+
+
+# Backward passes are built from the three forward ops (C = product, G = dL/dC):
+#   dds  C = A·S  (+bias): dA = dds(G, Sᵀ);  dS = sdd(Aᵀ, G);      dbias = Σ_rows G
+#   dds  C = A·Sᵀ (+bias): dA = dds(G, S);   dS = sdd(Gᵀ, A)
+#   dsd  C = S·B:          dB = dsd(Sᵀ, G);  dS = sdd(G, Bᵀ)
+#   dsd  C = Sᵀ·B:         dB = dsd(S, G);   dS = sdd(B, Gᵀ)
+#   sdd  V = (A·B)|P:      dA = dsd(P[dV], Bᵀ); dB = dds(Aᵀ, P[dV])
+def _setup_dds(ctx, inputs, output):
+    a, values, *index, rows, cols, transpose, bias = inputs
+    ctx.save_for_backward(a, values, *index)
+    ctx.rows, ctx.cols, ctx.transpose, ctx.has_bias = rows, cols, transpose, bias is not None
+
+
+def _backward_dds(ctx, grad):
+    a, values, *index = ctx.saved_tensors
+    rows, cols, transpose = ctx.rows, ctx.cols, ctx.transpose
+    ga = gv = gbias = None
+    if ctx.needs_input_grad[0]:
+        ga = _dds_op(grad, values, *index, rows, cols, not transpose, None)
+    if ctx.needs_input_grad[1]:
+        if transpose:
+            gv = _sdd_op(grad.t(), a, values, *index, rows, cols)
+        else:
+            gv = _sdd_op(a.t(), grad, values, *index, rows, cols)
+    if ctx.has_bias and ctx.needs_input_grad[11]:
+        gbias = grad.sum(0)
+    return (ga, gv) + (None,) * 9 + (gbias,)
+
+
+_dds_op.register_autograd(_backward_dds, setup_context=_setup_dds)
+
+
+def _setup_dsd(ctx, inputs, output):
+    values, *index, rows, cols, transpose, b = inputs
+    ctx.save_for_backward(values, b, *index)
+    ctx.rows, ctx.cols, ctx.transpose = rows, cols, transpose
+
+
+def _backward_dsd(ctx, grad):
+    values, b, *index = ctx.saved_tensors
+    rows, cols, transpose = ctx.rows, ctx.cols, ctx.transpose
+    gv = gb = None
+    if ctx.needs_input_grad[0]:
+        if transpose:
+            gv = _sdd_op(b, grad.t(), values, *index, rows, cols)
+        else:
+            gv = _sdd_op(grad, b.t(), values, *index, rows, cols)
+    if ctx.needs_input_grad[10]:
+        gb = _dsd_op(values, *index, rows, cols, not transpose, grad)
+    return (gv,) + (None,) * 9 + (gb,)
+
+
+_dsd_op.register_autograd(_backward_dsd, setup_context=_setup_dsd)
+
+
+def _setup_sdd(ctx, inputs, output):
+    a, b, like_values, *index, rows, cols = inputs
+    ctx.save_for_backward(a, b, *index)
+    ctx.rows, ctx.cols = rows, cols
+
+
+def _backward_sdd(ctx, grad):
+    a, b, *index = ctx.saved_tensors
+    rows, cols = ctx.rows, ctx.cols
+    ga = gb = None
+    grad = grad.contiguous()
+    if ctx.needs_input_grad[0]:
+        ga = _dsd_op(grad, *index, rows, cols, False, b.t())
+    if ctx.needs_input_grad[1]:
+        gb = _dds_op(a.t(), grad, *index, rows, cols, False, None)
+    return (ga, gb) + (None,) * 9
+
+
+_sdd_op.register_autograd(_backward_sdd, setup_context=_setup_sdd)
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
+def _needs_graph(*tensors) -> bool:
+    if torch.compiler.is_compiling():
+        return True
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _check_matrix(name: str, s) -> None:
+    if not isinstance(s, BlockSparseMatrix):
+        raise TypeError(f"`{name}` must be a sparsekern.BlockSparseMatrix; got {type(s).__name__}")
+
+
+def dds(x: torch.Tensor, s: BlockSparseMatrix, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``x @ s (+ bias)`` with ``s`` block-sparse (possibly a ``.t()`` view): ``x`` is
+    ``(..., k)``, the result ``(..., n)``. ``F.linear(x, W, b)`` is ``dds(x, W.t(), b)``."""
+    _check_matrix("s", s)
+    _check_float("x", x)
+    if x.dim() < 1:
+        raise ValueError("`x` must have at least 1 dim")
+    lead = x.shape[:-1]
+    a = x.reshape(-1, x.shape[-1]) if x.dim() != 2 else x
+    rows, cols = s._storage_shape
+    index = s.index_sets()
+    if _needs_graph(a, s.values, bias):
+        out = _dds_op(a, s.values, *index, rows, cols, s.transposed, bias)
+    else:
+        out = _dds_impl(a, s.values, index, rows, cols, s.transposed, bias)
+    return out if x.dim() == 2 else out.reshape(*lead, out.shape[-1])
+
+
+def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:
+    """``s @ x`` with ``s`` block-sparse (possibly a ``.t()`` view) and ``x`` a dense 2-D tensor."""
+    _check_matrix("s", s)
+    _check_float("x", x)
+    rows, cols = s._storage_shape
+    index = s.index_sets()
+    if _needs_graph(s.values, x):
+        return _dsd_op(s.values, *index, rows, cols, s.transposed, x)
+    return _dsd_impl(s.values, index, rows, cols, s.transposed, x)
+
+
+def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSparseMatrix:
+    """``(a @ b)`` computed only on the blocks of ``pattern``: a BlockSparseMatrix sharing the
+    pattern's index sets (its values are differentiable in ``a`` and ``b``)."""
+    _check_matrix("pattern", pattern)
+    _check_float("a", a)
+    _check_float("b", b)
+    if pattern.transposed:  # (a·b) on Pᵀ = ((bᵀ·aᵀ) on P)ᵀ
+        return sdd(b.t(), a.t(), pattern.t()).t()
+    rows, cols = pattern._storage_shape
+    index = pattern.index_sets()
+    like = pattern.values.detach()
+    if _needs_graph(a, b):
+        vals = _sdd_op(a, b, like, *index, rows, cols)
+    else:
+        vals = _sdd_impl(a, b, like, index, rows, cols)
+    return pattern._like(vals)
+
+
+# --------------------------------------------------------------------------------------------
+# Pattern learning
+# --------------------------------------------------------------------------------------------
+@torch.no_grad()
+def prune_and_regrow(matrix: BlockSparseMatrix, fraction: float, *, optimizer=None,
+                     grow_scores: Optional[torch.Tensor] = None,
+                     generator: Optional[torch.Generator] = None) -> dict:
+    """Drops the ``fraction`` of blocks with the smallest Frobenius norm and grows as many new
+    blocks elsewhere (density stays constant), in place.
+
+    New blocks start at zero (the function computed by the matrix does not change at the step).
+    Growth picks the positions that were empty before the step with the highest ``grow_scores``
+    (a block_rows × block_cols tensor, e.g. the block norms of a dense gradient, as in RigL), or
+    random ones; at most as many blocks move as there were empty positions.
+
+    The values tensor and the index tensors are updated in place (same shapes, so optimizers and
+    CUDA graphs holding them stay valid). With ``optimizer``, every state tensor of the values
+    parameter shaped like it (Adam's ``exp_avg``/``exp_avg_sq``, SGD's ``momentum_buffer``, ...)
+    is permuted with the surviving blocks and zeroed for the new ones; so is ``values.grad``.
+    Returns ``{"pruned": k, "grown": k, "density": d}``.
+    """
+    if not isinstance(matrix, BlockSparseMatrix):
+        raise TypeError(f"`matrix` must be a BlockSparseMatrix; got {type(matrix).__name__}")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not (0.0 <= fraction <= 1.0):
+        raise ValueError(f"`fraction` must be in [0, 1]; got {fraction!r}")
+    vals = matrix.values
+    b = matrix.block_size
+    rows, cols = matrix._storage_shape
+    rb, cb = rows // b, cols // b
+    nnz = matrix.nnz_blocks
+    free_before = rb * cb - nnz
+    k = min(int(round(fraction * nnz)), free_before)  # growth needs positions that were empty
+    if k <= 0:
+        return {"pruned": 0, "grown": 0, "density": matrix.density}
+
+    dev = vals.device
+    norms = vals.detach().float().pow(2).sum(dim=(1, 2))
+    drop = torch.topk(norms, k, largest=False).indices
+    keep = torch.ones(nnz, dtype=torch.bool, device=dev)
+    keep[drop] = False
+    pos = matrix.block_row_indices.long() * cb + matrix.block_col_indices.long()
+
+    was_occupied = torch.zeros(rb * cb, dtype=torch.bool, device=dev)
+    was_occupied[pos] = True  # includes the blocks pruned now: they are not regrown
+    if grow_scores is not None:
+        if grow_scores.shape != (rb, cb):
+            raise ValueError(f"`grow_scores` must be ({rb}, {cb}); got {tuple(grow_scores.shape)}")
+        score = grow_scores.detach().to(dev, torch.float32).flatten()
+        lo, hi = score.min(), score.max()
+        score = (score - lo) / (hi - lo).clamp_min(1e-30)  # in [0, 1]
+    else:
+        score = torch.rand(rb * cb, generator=generator).to(dev)
+    score = torch.where(was_occupied, score - 2.0, score)  # any free position beats any taken one
+    grow = torch.topk(score, k).indices
+
+    new_pos = torch.cat([pos[keep], grow])
+    src = torch.cat([torch.nonzero(keep).flatten(), torch.full((k,), -1, dtype=torch.long, device=dev)])
+    order = torch.argsort(new_pos)
+    new_pos, src = new_pos[order], src[order]
+
+    def permute(t: torch.Tensor) -> None:
+        moved = t[src.clamp(min=0)]
+        moved[src < 0] = 0
+        t.copy_(moved)
+
+    permute(vals.data if isinstance(vals, torch.nn.Parameter) else vals)
+    if vals.grad is not None:
+        permute(vals.grad)
+    if optimizer is not None:
+        state = optimizer.state.get(vals, {})
+        for value in state.values():
+            if isinstance(value, torch.Tensor) and value.shape == vals.shape:
+                permute(value)
+
+    new_rows = (new_pos // cb).to(torch.int32)
+    new_cols = (new_pos % cb).to(torch.int32)
+    offsets = torch.zeros(rb + 1, dtype=torch.int32, device=dev)
+    offsets[1:] = torch.cumsum(torch.bincount(new_rows.long(), minlength=rb), 0).to(torch.int32)
+    matrix.block_row_offsets.copy_(offsets)
+    matrix.block_col_indices.copy_(new_cols)
+    derived = _derive_index_sets(offsets, new_cols, rb, cb)
+    for name, t in zip(_INDEX_NAMES[2:], derived):
+        getattr(matrix, name).copy_(t)
+    return {"pruned": k, "grown": k, "density": matrix.density}

@@ -1,0 +1,280 @@
+"""``torch.nn`` modules backed by sparsekern kernels.
+
+Block-sparse part (issue 3): :class:`BlockSparseLinear`, a drop-in ``nn.Linear`` whose weight is
+block-sparse; :class:`BlockSparseModelPatcher`, which swaps chosen ``nn.Linear`` layers of a model
+for it; and :func:`prune_and_regrow_model`, the pattern-learning step.
+
+Pattern learning in a training loop (density stays constant; Adam moments follow their blocks)::
+
+    layer = sparsekern.BlockSparseLinear(1024, 1024, density=0.25, block_size=32)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for step, batch in enumerate(loader):
+        loss = model(batch).sum(); loss.backward(); opt.step(); opt.zero_grad()
+        if step % 100 == 99:   # drop the 10% weakest blocks of every layer, grow as many elsewhere
+            sparsekern.nn.prune_and_regrow_model(model, 0.1, optimizer=opt)
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional
+
+import torch
+from torch import nn
+
+from . import bsr as _bsr
+
+__all__ = ["BlockSparseLinear", "BlockSparseModelPatcher", "prune_and_regrow_model"]
+
+
+class BlockSparseLinear(nn.Module):
+    """``y = x · Wᵀ + b`` with ``W`` (out_features × in_features) block-sparse.
+
+    Mirrors ``nn.Linear``: attributes ``in_features``, ``out_features``, ``weight``, ``bias``; any
+    leading batch dims on the input; gradients for the input, the weight blocks and the bias. The
+    trainable ``weight`` is the ``(nnz_blocks, b, b)`` tensor of non-zero blocks; the pattern lives
+    in the ``block_row_offsets`` / ``block_col_indices`` buffers (saved in the ``state_dict``; the
+    other index sets are derived). ``weight_matrix`` is the :class:`~sparsekern.BlockSparseMatrix`
+    view, ``dense_weight()`` the dense ``W``.
+
+    ``density`` (in (0, 1]) sets round(density · blocks) non-zero blocks (at least one), drawn at
+    random; ``block_size`` is 16, 32, 64 or 128 and must divide both feature counts.
+    """
+
+    __constants__ = ["in_features", "out_features", "block_size"]
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, density: float = 0.5,
+                 block_size: int = 32, device=None, dtype=None, *,
+                 generator: Optional[torch.Generator] = None, _mask: Optional[torch.Tensor] = None):
+        super().__init__()
+        b = _bsr.check_block_size(block_size)
+        for name, v in (("in_features", in_features), ("out_features", out_features)):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0 or v % b:
+                raise ValueError(f"`{name}` must be a positive multiple of `block_size` ({b}); got {v!r}")
+        _bsr.check_density(density)
+        self.in_features = in_features
+        self.out_features = out_features
+        self.block_size = b
+        factory = {"device": device, "dtype": dtype}
+        rb, cb = out_features // b, in_features // b
+        mask = _mask if _mask is not None else _bsr.random_mask(rb, cb, density, generator=generator)
+        offsets, cols = _bsr._pattern_from_mask(mask.cpu())
+        dev = torch.device(device) if device is not None else torch.device("cpu")
+        self.weight = nn.Parameter(torch.empty(int(cols.numel()), b, b, **factory))
+        if bias:
+            self.bias = nn.Parameter(torch.empty(out_features, **factory))
+        else:
+            self.register_parameter("bias", None)
+        self.register_buffer("block_row_offsets", offsets.to(dev))
+        self.register_buffer("block_col_indices", cols.to(dev))
+        self._register_derived()
+        self.reset_parameters(generator=generator)
+
+    def _register_derived(self) -> None:
+        rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
+        derived = _bsr._derive_index_sets(self.block_row_offsets, self.block_col_indices, rb, cb)
+        for name, t in zip(_bsr._INDEX_NAMES[2:], derived):
+            self.register_buffer(name, t, persistent=False)
+
+    def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
+        """``nn.Linear``'s initialisation: U(-1/√in, 1/√in) for the blocks and the bias."""
+        bound = 1.0 / math.sqrt(self.in_features)
+        with torch.no_grad():
+            w = torch.rand(self.weight.shape, generator=generator, dtype=torch.float32) * 2 - 1
+            self.weight.copy_(w * bound)
+            if self.bias is not None:
+                bvals = torch.rand(self.bias.shape, generator=generator, dtype=torch.float32) * 2 - 1
+                self.bias.copy_(bvals * bound)
+
+    # -- views ---------------------------------------------------------------------------------
+    @property
+    def weight_matrix(self) -> _bsr.BlockSparseMatrix:
+        """The weight as a BlockSparseMatrix (out_features × in_features) sharing this module's
+        parameter and buffers."""
+        m = _bsr.BlockSparseMatrix.__new__(_bsr.BlockSparseMatrix)
+        m.values = self.weight
+        for name in _bsr._INDEX_NAMES:
+            setattr(m, name, getattr(self, name))
+        m.block_size = self.block_size
+        m._storage_shape = (self.out_features, self.in_features)
+        m.transposed = False
+        return m
+
+    @property
+    def nnz_blocks(self) -> int:
+        return int(self.weight.shape[0])
+
+    @property
+    def density(self) -> float:
+        total = (self.out_features // self.block_size) * (self.in_features // self.block_size)
+        return self.nnz_blocks / total
+
+    def dense_weight(self) -> torch.Tensor:
+        """The dense (out_features × in_features) weight (differentiable in ``weight``)."""
+        return self.weight_matrix.to_dense()
+
+    # -- compute -------------------------------------------------------------------------------
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 - nn.Linear's name
+        return _bsr.dds(input, self.weight_matrix.t(), self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}, density={self.density:.3g}, block_size={self.block_size}")
+
+    # -- construction from / conversion to nn.Linear --------------------------------------------
+    @classmethod
+    def from_dense(cls, linear: nn.Linear, density: float, block_size: int = 32) -> "BlockSparseLinear":
+        """Keeps the round(density · blocks) blocks of ``linear.weight`` with the largest norm."""
+        if not isinstance(linear, nn.Linear):
+            raise TypeError(f"`linear` must be an nn.Linear; got {type(linear).__name__}")
+        b = _bsr.check_block_size(block_size)
+        _bsr.check_density(density)
+        w = linear.weight.detach()
+        out_f, in_f = w.shape
+        for name, v in (("in_features", in_f), ("out_features", out_f)):
+            if v % b:
+                raise ValueError(f"`block_size` {b} must divide the layer's {name} ({v})")
+        rb, cb = out_f // b, in_f // b
+        norms = w.reshape(rb, b, cb, b).float().pow(2).sum(dim=(1, 3))
+        mask = _bsr._top_blocks(norms, density)
+        layer = cls(in_f, out_f, bias=linear.bias is not None, density=density, block_size=b,
+                    device=w.device, dtype=w.dtype, _mask=mask)
+        with torch.no_grad():
+            grid = w.reshape(rb, b, cb, b).permute(0, 2, 1, 3)
+            layer.weight.copy_(grid[layer.block_row_indices.long(), layer.block_col_indices.long()])
+            if linear.bias is not None:
+                layer.bias.copy_(linear.bias.detach())
+        return layer
+
+    def to_dense_linear(self) -> nn.Linear:
+        """An ``nn.Linear`` computing the same function."""
+        lin = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None,
+                        device=self.weight.device, dtype=self.weight.dtype)
+        with torch.no_grad():
+            lin.weight.copy_(self.dense_weight())
+            if self.bias is not None:
+                lin.bias.copy_(self.bias)
+        return lin
+
+    # -- pattern learning ----------------------------------------------------------------------
+    def prune_and_regrow(self, fraction: float, *, optimizer=None,
+                         grow_scores: Optional[torch.Tensor] = None,
+                         generator: Optional[torch.Generator] = None) -> dict:
+        """See :func:`sparsekern.bsr.prune_and_regrow` (in place; density constant)."""
+        return _bsr.prune_and_regrow(self.weight_matrix, fraction, optimizer=optimizer,
+                                     grow_scores=grow_scores, generator=generator)
+
+    # -- state_dict: a checkpoint may carry another pattern (and another nnz) --------------------
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        key_w, key_o, key_c = prefix + "weight", prefix + "block_row_offsets", prefix + "block_col_indices"
+        if key_w in state_dict and key_c in state_dict and key_o in state_dict:
+            w, offsets, cols = state_dict[key_w], state_dict[key_o], state_dict[key_c]
+            rb = self.out_features // self.block_size
+            if offsets.shape != (rb + 1,) or w.dim() != 3 or w.shape[1:] != self.weight.shape[1:]:
+                error_msgs.append(f"{prefix}: the checkpoint's block pattern does not fit a "
+                                  f"{self.out_features}x{self.in_features} layer with "
+                                  f"{self.block_size}x{self.block_size} blocks")
+                return
+            _bsr._validate_index_sets(int(w.shape[0]), self.out_features, self.in_features,
+                                      self.block_size, {"block_row_offsets": offsets,
+                                                        "block_col_indices": cols})
+            if w.shape != self.weight.shape:  # another nnz: resize in place, then load
+                with torch.no_grad():
+                    self.weight.data = self.weight.data.new_empty(w.shape)
+                self.block_col_indices = self.block_col_indices.new_empty(cols.shape)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        self._register_derived()
+
+
+def _count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+class BlockSparseModelPatcher:
+    """Replaces chosen ``nn.Linear`` layers of a model by :class:`BlockSparseLinear`.
+
+    ::
+
+        mp = BlockSparseModelPatcher()
+        mp.add_pattern(r"encoder\\.layer\\.[0-9]+\\.intermediate\\.dense", {"density": 0.5, "block_size": 32})
+        report = mp.patch_model(model)   # {"parameters_before": ..., "parameters_after": ..., ...}
+
+    Patterns are regular expressions searched (``re.search``) in the module names of
+    ``model.named_modules()``; the first matching pattern wins. Patched layers keep the dense
+    layer's highest-norm blocks (``BlockSparseLinear.from_dense``) and its bias.
+    """
+
+    _KEYS = {"density", "block_size"}
+
+    def __init__(self):
+        self.patterns: list[tuple[re.Pattern, dict]] = []
+        self.report: Optional[dict] = None
+
+    def add_pattern(self, pattern: str, patch_info: dict) -> None:
+        if not isinstance(pattern, str):
+            raise TypeError(f"`pattern` must be a regular expression string; got {type(pattern).__name__}")
+        if not isinstance(patch_info, dict) or "density" not in patch_info:
+            raise ValueError("`patch_info` must be a dict with a 'density' (and optionally 'block_size')")
+        unknown = set(patch_info) - self._KEYS
+        if unknown:
+            raise ValueError(f"`patch_info` has unknown keys {sorted(unknown)}; expected {sorted(self._KEYS)}")
+        info = {"density": _bsr.check_density(patch_info["density"]),
+                "block_size": _bsr.check_block_size(patch_info.get("block_size", 32))}
+        try:
+            regex = re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"`pattern` is not a valid regular expression: {e}") from None
+        self.patterns.append((regex, info))
+
+    def _match(self, name: str) -> Optional[dict]:
+        for regex, info in self.patterns:
+            if regex.search(name):
+                return info
+        return None
+
+    @torch.no_grad()
+    def patch_model(self, model: nn.Module) -> dict:
+        """Patches ``model`` in place; returns (and keeps in ``self.report``) the parameter counts
+        before/after and the patched layer names."""
+        before = _count_parameters(model)
+        targets = []
+        for name, module in model.named_modules():
+            if type(module) is nn.Linear:
+                info = self._match(name)
+                if info is not None:
+                    targets.append((name, module, info))
+        patched = []
+        for name, module, info in targets:
+            new = BlockSparseLinear.from_dense(module, info["density"], info["block_size"])
+            parent_name, _, child = name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, new)
+            patched.append({"name": name, "shape": (module.out_features, module.in_features),
+                            "density": new.density, "block_size": new.block_size,
+                            "parameters_before": module.weight.numel(),
+                            "parameters_after": new.weight.numel()})
+        after = _count_parameters(model)
+        self.report = {"parameters_before": before, "parameters_after": after,
+                       "ratio": after / before if before else 1.0, "patched": patched}
+        return self.report
+
+    def print_report(self, file=None) -> None:
+        if self.report is None:
+            raise RuntimeError("patch_model() has not run yet")
+        r = self.report
+        print(f"patched {len(r['patched'])} layers: parameters {r['parameters_before']:,} -> "
+              f"{r['parameters_after']:,} ({100 * r['ratio']:.1f}%)", file=file)
+        for p in r["patched"]:
+            print(f"  {p['name']}: {p['shape'][0]}x{p['shape'][1]}, density {p['density']:.3g}, "
+                  f"block {p['block_size']}, weights {p['parameters_before']:,} -> {p['parameters_after']:,}",
+                  file=file)
+
+
+def prune_and_regrow_model(model: nn.Module, fraction: float, *, optimizer=None,
+                           generator: Optional[torch.Generator] = None) -> dict:
+    """Runs :meth:`BlockSparseLinear.prune_and_regrow` on every block-sparse layer of ``model``;
+    returns ``{layer name: report}``."""
+    return {name: m.prune_and_regrow(fraction, optimizer=optimizer, generator=generator)
+            for name, m in model.named_modules() if isinstance(m, BlockSparseLinear)}

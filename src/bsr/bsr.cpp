@@ -1,0 +1,267 @@
+// Dispatch point of the block-sparse products: validates the arguments once (messages name the
+// argument), reduces dsd to the dds form, then picks the CPU or CUDA backend.
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "../common/check.h"
+#include "bsr_internal.h"
+
+namespace sparsekern::bsr {
+namespace {
+
+using sparsekern::detail::device_name;
+
+/// Which index sets an op reads.
+enum Sets : unsigned { kRowWise = 1, kColWise = 2, kCoords = 4 };
+
+void check_dense(const char* name, const MatrixView& v, std::int64_t rows, std::int64_t cols) {
+  SK_EXPECTS(v.rows == rows && v.cols == cols, "`", name, "` must be ", rows, "x", cols,
+             " to chain with the other operands; got ", v.rows, "x", v.cols);
+  SK_EXPECTS(v.row_stride >= 0 && v.col_stride >= 0, "`", name,
+             "` must have non-negative strides; got (", v.row_stride, ", ", v.col_stride, ")");
+  SK_EXPECTS(v.data != nullptr || rows * cols == 0, "`", name, "` has a null data pointer but ",
+             rows, "x", cols, " elements");
+}
+
+void check_out(const char* name, const MutableMatrixView& v, std::int64_t rows, std::int64_t cols) {
+  check_dense(name, MatrixView{v.data, v.rows, v.cols, v.row_stride, v.col_stride, 0}, rows, cols);
+  // Distinct elements must not overlap (a zero stride over a dim of size > 1 would race).
+  SK_EXPECTS((rows <= 1 || v.row_stride > 0) && (cols <= 1 || v.col_stride > 0), "`", name,
+             "` must not have zero strides (outputs cannot broadcast); got (", v.row_stride, ", ",
+             v.col_stride, ")");
+}
+
+/// Shape, block size and pointer checks of a block-sparse view, plus (host arrays only) the
+/// contents of the index sets the op reads.
+void check_sparse(const BlockSparseView& s, unsigned sets, bool host) {
+  const std::int64_t b = s.block_size;
+  SK_EXPECTS(b == 16 || b == 32 || b == 64 || b == 128,
+             "`block_size` must be 16, 32, 64 or 128; got ", b);
+  SK_EXPECTS(s.rows >= 0 && s.cols >= 0 && s.rows % b == 0 && s.cols % b == 0,
+             "the block size ", b, " must divide the sparse matrix shape; got ", s.rows, "x", s.cols);
+  const std::int64_t rb = s.rows / b, cb = s.cols / b;
+  SK_EXPECTS(rb <= INT_MAX && cb <= INT_MAX, "the sparse matrix has too many block rows/columns (",
+             rb, "x", cb, ") for int32 indices");
+  SK_EXPECTS(s.nnz_blocks >= 0 && s.nnz_blocks <= rb * cb && s.nnz_blocks <= INT_MAX,
+             "`nnz_blocks` must be in [0, ", rb * cb, "] for a ", rb, "x", cb,
+             " block grid; got ", s.nnz_blocks);
+  SK_EXPECTS(s.values != nullptr || s.nnz_blocks == 0, "`values` is null but nnz_blocks = ",
+             s.nnz_blocks);
+  if (sets & kRowWise) {
+    SK_EXPECTS(s.block_row_offsets != nullptr, "`block_row_offsets` is required");
+    SK_EXPECTS(s.block_col_indices != nullptr || s.nnz_blocks == 0, "`block_col_indices` is required");
+  }
+  if (sets & kColWise) {
+    SK_EXPECTS(s.block_col_offsets != nullptr, "`block_col_offsets` is required");
+    SK_EXPECTS((s.block_rows_by_col != nullptr && s.blocks_by_col != nullptr) || s.nnz_blocks == 0,
+               "`block_rows_by_col` and `blocks_by_col` are required");
+  }
+  if (sets & kCoords) {
+    SK_EXPECTS((s.block_row_indices != nullptr && s.block_col_indices != nullptr) ||
+                   s.nnz_blocks == 0,
+               "`block_row_indices` and `block_col_indices` are required");
+  }
+  if (host) {
+    BlockSparseView only = s;
+    if (!(sets & kRowWise)) only.block_row_offsets = nullptr;
+    if (!(sets & kColWise)) only.block_col_offsets = nullptr;
+    if (!(sets & kCoords)) only.block_row_indices = nullptr;
+    validate_pattern(only);
+  }
+}
+
+void check_offsets(const char* name, const std::int32_t* offsets, std::int64_t n, std::int64_t nnz) {
+  SK_EXPECTS(offsets[0] == 0, "`", name, "`[0] must be 0; got ", offsets[0]);
+  for (std::int64_t i = 0; i < n; ++i)
+    SK_EXPECTS(offsets[i + 1] >= offsets[i], "`", name, "` must be non-decreasing; entry ", i + 1,
+               " is ", offsets[i + 1], " after ", offsets[i]);
+  SK_EXPECTS(offsets[n] == nnz, "`", name, "`[", n, "] must equal nnz_blocks (", nnz, "); got ",
+             offsets[n]);
+}
+
+}  // namespace
+
+void validate_pattern(const BlockSparseView& s) {
+  const std::int64_t b = s.block_size;
+  SK_EXPECTS(b > 0, "`block_size` must be positive; got ", b);
+  const std::int64_t rb = s.rows / b, cb = s.cols / b, nnz = s.nnz_blocks;
+  if (s.block_row_offsets != nullptr) {
+    check_offsets("block_row_offsets", s.block_row_offsets, rb, nnz);
+    for (std::int64_t i = 0; i < rb; ++i) {
+      for (std::int32_t e = s.block_row_offsets[i]; e < s.block_row_offsets[i + 1]; ++e) {
+        const std::int32_t c = s.block_col_indices[e];
+        SK_EXPECTS(c >= 0 && c < cb, "`block_col_indices` out of range: entry ", e, " is ", c,
+                   " (", cb, " block columns)");
+        SK_EXPECTS(e == s.block_row_offsets[i] || s.block_col_indices[e - 1] < c,
+                   "`block_col_indices` must be strictly increasing within each block row; block row ",
+                   i, " has ", c, " after ", s.block_col_indices[e - 1]);
+      }
+    }
+  }
+  if (s.block_row_indices != nullptr) {
+    for (std::int64_t p = 0; p < nnz; ++p) {
+      const std::int32_t r = s.block_row_indices[p], c = s.block_col_indices[p];
+      SK_EXPECTS(r >= 0 && r < rb, "`block_row_indices` out of range: entry ", p, " is ", r, " (",
+                 rb, " block rows)");
+      SK_EXPECTS(c >= 0 && c < cb, "`block_col_indices` out of range: entry ", p, " is ", c, " (",
+                 cb, " block columns)");
+      if (s.block_row_offsets != nullptr)
+        SK_EXPECTS(p >= s.block_row_offsets[r] && p < s.block_row_offsets[r + 1],
+                   "`block_row_indices` disagrees with `block_row_offsets` at entry ", p);
+    }
+  }
+  if (s.block_col_offsets != nullptr) {
+    check_offsets("block_col_offsets", s.block_col_offsets, cb, nnz);
+    std::vector<char> seen(static_cast<std::size_t>(nnz), 0);
+    for (std::int64_t j = 0; j < cb; ++j) {
+      for (std::int32_t e = s.block_col_offsets[j]; e < s.block_col_offsets[j + 1]; ++e) {
+        const std::int32_t r = s.block_rows_by_col[e], v = s.blocks_by_col[e];
+        SK_EXPECTS(r >= 0 && r < rb, "`block_rows_by_col` out of range: entry ", e, " is ", r,
+                   " (", rb, " block rows)");
+        SK_EXPECTS(e == s.block_col_offsets[j] || s.block_rows_by_col[e - 1] < r,
+                   "`block_rows_by_col` must be strictly increasing within each block column; "
+                   "block column ", j, " has ", r, " after ", s.block_rows_by_col[e - 1]);
+        SK_EXPECTS(v >= 0 && v < nnz && !seen[v], "`blocks_by_col` must be a permutation of [0, ",
+                   nnz, "); entry ", e, " is ", v);
+        seen[v] = 1;
+        if (s.block_col_indices != nullptr)
+          SK_EXPECTS(s.block_col_indices[v] == j, "`blocks_by_col` entry ", e,
+                     " points at a block of block column ", s.block_col_indices[v], ", not ", j);
+        if (s.block_row_offsets != nullptr)
+          SK_EXPECTS(v >= s.block_row_offsets[r] && v < s.block_row_offsets[r + 1],
+                     "`blocks_by_col` entry ", e, " points at a block outside block row ", r);
+      }
+    }
+  }
+}
+
+void dds(const DdsParams& p, Stream stream) {
+  const BlockSparseView& s = p.s;
+  const bool host = p.device.type == DeviceType::cpu;
+  check_sparse(s, p.transpose_s ? kRowWise : kColWise, host);
+  const std::int64_t k = p.transpose_s ? s.cols : s.rows;
+  const std::int64_t n = p.transpose_s ? s.rows : s.cols;
+  const std::int64_t m = p.a.rows;
+  SK_EXPECTS(m >= 0, "`a` must have a non-negative row count; got ", m);
+  SK_EXPECTS(p.a.cols == k, "`a` must have ", k, " columns (the rows of ",
+             p.transpose_s ? "Sᵀ" : "S", "); got ", p.a.cols);
+  check_dense("a", p.a, m, k);
+  check_out("out", p.c, m, n);
+  SK_EXPECTS(p.c.data != p.a.data || m * n == 0, "`out` must not alias `a`");
+
+  detail::DdsProblem q;
+  q.dtype = p.dtype;
+  q.device = p.device;
+  q.fp32_math = p.fp32_math;
+  q.a = p.a;
+  q.c = p.c;
+  q.bias = p.bias;
+  q.s.block = s.block_size;
+  q.s.k_blocks = k / s.block_size;
+  q.s.n_blocks = n / s.block_size;
+  q.s.nnz_blocks = s.nnz_blocks;
+  q.s.values = s.values;
+  if (p.transpose_s) {  // column j of Sᵀ = row j of S
+    q.s.offsets = s.block_row_offsets;
+    q.s.indices = s.block_col_indices;
+    q.s.value_index = nullptr;
+    q.s.transposed_blocks = true;
+  } else {
+    q.s.offsets = s.block_col_offsets;
+    q.s.indices = s.block_rows_by_col;
+    q.s.value_index = s.blocks_by_col;
+    q.s.transposed_blocks = false;
+  }
+  if (host) {
+    detail::dds_cpu(q);
+    return;
+  }
+#if SPARSEKERN_WITH_CUDA
+  detail::dds_cuda(q, stream);
+#else
+  (void)stream;
+  throw BackendUnavailable("bsr.dds: operands are on " + device_name(p.device) +
+                           " but sparsekern was built without CUDA (CPU-only build)");
+#endif
+}
+
+void dsd(const DsdParams& p, Stream stream) {
+  const BlockSparseView& s = p.s;
+  const bool host = p.device.type == DeviceType::cpu;
+  check_sparse(s, p.transpose_s ? kColWise : kRowWise, host);
+  const std::int64_t m = p.transpose_s ? s.cols : s.rows;
+  const std::int64_t k = p.transpose_s ? s.rows : s.cols;
+  const std::int64_t n = p.b.cols;
+  SK_EXPECTS(n >= 0, "`b` must have a non-negative column count; got ", n);
+  SK_EXPECTS(p.b.rows == k, "`b` must have ", k, " rows (the columns of ",
+             p.transpose_s ? "Sᵀ" : "S", "); got ", p.b.rows);
+  check_dense("b", p.b, k, n);
+  check_out("out", p.c, m, n);
+  SK_EXPECTS(p.c.data != p.b.data || m * n == 0, "`out` must not alias `b`");
+
+  // Cᵀ (n × m) = Bᵀ (n × k) · op(S)ᵀ: transposes are stride swaps.
+  detail::DdsProblem q;
+  q.dtype = p.dtype;
+  q.device = p.device;
+  q.fp32_math = p.fp32_math;
+  q.a = MatrixView{p.b.data, n, k, p.b.col_stride, p.b.row_stride, 0};
+  q.c = MutableMatrixView{p.c.data, n, m, p.c.col_stride, p.c.row_stride, 0};
+  q.s.block = s.block_size;
+  q.s.k_blocks = k / s.block_size;
+  q.s.n_blocks = m / s.block_size;
+  q.s.nnz_blocks = s.nnz_blocks;
+  q.s.values = s.values;
+  if (p.transpose_s) {  // op(S)ᵀ = S: column j of S
+    q.s.offsets = s.block_col_offsets;
+    q.s.indices = s.block_rows_by_col;
+    q.s.value_index = s.blocks_by_col;
+    q.s.transposed_blocks = false;
+  } else {  // op(S)ᵀ = Sᵀ: column j of Sᵀ = row j of S
+    q.s.offsets = s.block_row_offsets;
+    q.s.indices = s.block_col_indices;
+    q.s.value_index = nullptr;
+    q.s.transposed_blocks = true;
+  }
+  if (host) {
+    detail::dds_cpu(q);
+    return;
+  }
+#if SPARSEKERN_WITH_CUDA
+  detail::dds_cuda(q, stream);
+#else
+  (void)stream;
+  throw BackendUnavailable("bsr.dsd: operands are on " + device_name(p.device) +
+                           " but sparsekern was built without CUDA (CPU-only build)");
+#endif
+}
+
+void sdd(const SddParams& p, Stream stream) {
+  const BlockSparseView& s = p.pattern;
+  const bool host = p.device.type == DeviceType::cpu;
+  check_sparse(s, kCoords, host);
+  const std::int64_t m = s.rows, n = s.cols, k = p.a.cols;
+  SK_EXPECTS(k >= 0, "`a` must have a non-negative column count; got ", k);
+  SK_EXPECTS(p.a.rows == m, "`a` must have ", m, " rows (the rows of the pattern); got ", p.a.rows);
+  SK_EXPECTS(p.b.cols == n, "`b` must have ", n, " columns (the columns of the pattern); got ",
+             p.b.cols);
+  check_dense("a", p.a, m, k);
+  check_dense("b", p.b, k, n);
+  SK_EXPECTS(p.out_values != nullptr || s.nnz_blocks == 0, "`out` (the output values) is null");
+  SK_EXPECTS(s.nnz_blocks == 0 || (p.out_values != p.a.data && p.out_values != p.b.data),
+             "`out` must not alias `a` or `b`");
+  if (host) {
+    detail::sdd_cpu(p);
+    return;
+  }
+#if SPARSEKERN_WITH_CUDA
+  SK_EXPECTS(k <= INT_MAX, "bsr.sdd: the inner dimension must fit in 32 bits on CUDA; got ", k);
+  detail::sdd_cuda(p, stream);
+#else
+  (void)stream;
+  throw BackendUnavailable("bsr.sdd: operands are on " + device_name(p.device) +
+                           " but sparsekern was built without CUDA (CPU-only build)");
+#endif
+}
+
+}  // namespace sparsekern::bsr

@@ -1,0 +1,307 @@
+// CUDA backend of the block-sparse products: picks the tensor-core kernel (src/bsr/tc) when the
+// dtype, the GPU and the operand layouts allow it, else a SIMT kernel that handles any dtype and
+// any strides (fp32 without TF32, fp64, pre-Ampere GPUs, unaligned views).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "../common/cuda_check.h"
+#include "bsr_internal.h"
+#include "tc/launch.h"
+
+namespace sparsekern::bsr::detail {
+namespace {
+
+using sparsekern::detail::concat;
+
+// ------------------------------------------------------------------------------------------------
+// SIMT kernels (16×16 threads; fp32 accumulation, fp64 for fp64)
+// ------------------------------------------------------------------------------------------------
+template <typename T> struct Acc { using type = float; };
+template <> struct Acc<double> { using type = double; };
+
+template <typename T> __device__ __forceinline__ typename Acc<T>::type to_acc(T x) { return x; }
+template <> __device__ __forceinline__ float to_acc(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float to_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_acc(typename Acc<T>::type x) { return x; }
+template <> __device__ __forceinline__ __half from_acc(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc(float x) { return __float2bfloat16_rn(x); }
+
+struct SimtDds {
+  const void* a;
+  std::int64_t a_rs, a_cs;
+  void* c;
+  std::int64_t c_rs, c_cs;
+  const void* bias;
+  const void* values;
+  const std::int32_t* offsets;
+  const std::int32_t* indices;
+  const std::int32_t* value_index;
+  std::int64_t m;
+  int block;
+  bool transposed_blocks;
+};
+
+constexpr int kSimtRows = 64;  // rows of C per CTA: 4 per thread, amortising each B tile load
+
+/// C tile of 64 rows × 16 columns of one block column; K-slices of 16 of each non-zero block.
+template <typename T>
+__global__ void __launch_bounds__(256) dds_simt_kernel(SimtDds p) {
+  using A = typename Acc<T>::type;
+  __shared__ A sA[kSimtRows][17];
+  __shared__ A sB[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int b = p.block, nsub = b / 16;
+  const int j = blockIdx.x / nsub, n_off = (blockIdx.x % nsub) * 16;
+  const std::int64_t m0 = std::int64_t(blockIdx.y) * kSimtRows;
+  const T* a = static_cast<const T*>(p.a);
+  const T* vals = static_cast<const T*>(p.values);
+  A acc[4] = {0, 0, 0, 0};
+  for (int e = p.offsets[j]; e < p.offsets[j + 1]; ++e) {
+    const std::int64_t kb = p.indices[e];
+    const std::int64_t vi = p.value_index ? p.value_index[e] : e;
+    const T* blk = vals + vi * b * b;
+    for (int k0 = 0; k0 < b; k0 += 16) {
+      for (int q = 0; q < 4; ++q) {
+        const std::int64_t r = m0 + ty + 16 * q;
+        sA[ty + 16 * q][tx] =
+            r < p.m ? to_acc(a[r * p.a_rs + (kb * b + k0 + tx) * p.a_cs]) : A(0);
+      }
+      // Bop(k0 + ty, n_off + tx)
+      sB[ty][tx] = to_acc(p.transposed_blocks ? blk[(n_off + tx) * b + k0 + ty]
+                                              : blk[(k0 + ty) * b + n_off + tx]);
+      __syncthreads();
+      for (int kk = 0; kk < 16; ++kk) {
+        const A bv = sB[kk][tx];
+        for (int q = 0; q < 4; ++q) acc[q] += sA[ty + 16 * q][kk] * bv;
+      }
+      __syncthreads();
+    }
+  }
+  const std::int64_t col = std::int64_t(j) * b + n_off + tx;
+  const A bias = p.bias ? to_acc(static_cast<const T*>(p.bias)[col]) : A(0);
+  T* c = static_cast<T*>(p.c);
+  for (int q = 0; q < 4; ++q) {
+    const std::int64_t r = m0 + ty + 16 * q;
+    if (r < p.m) c[r * p.c_rs + col * p.c_cs] = from_acc<T>(acc[q] + bias);
+  }
+}
+
+struct SimtSdd {
+  const void* a;
+  std::int64_t a_rs, a_cs;
+  const void* b;
+  std::int64_t b_rs, b_cs;
+  void* out;
+  const std::int32_t* block_rows;
+  const std::int32_t* block_cols;
+  std::int64_t k;
+  int block;
+};
+
+/// One 16×16 tile of one block per CTA, dense K loop in slices of 16.
+template <typename T>
+__global__ void __launch_bounds__(256) sdd_simt_kernel(SimtSdd p) {
+  using A = typename Acc<T>::type;
+  __shared__ A sA[16][17];
+  __shared__ A sB[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int b = p.block, nsub = b / 16;
+  const std::int64_t blk = blockIdx.x / (nsub * nsub);
+  const int sub = blockIdx.x % (nsub * nsub);
+  const int m_off = (sub / nsub) * 16, n_off = (sub % nsub) * 16;
+  const std::int64_t col = std::int64_t(p.block_cols[blk]) * b + n_off + tx;
+  const std::int64_t row_ld = std::int64_t(p.block_rows[blk]) * b + m_off + tx;  // for sA loads
+  const T* a = static_cast<const T*>(p.a);
+  const T* bm = static_cast<const T*>(p.b);
+  A acc = 0;
+  for (std::int64_t k0 = 0; k0 < p.k; k0 += 16) {
+    // sA[r][kk] = A(row0 + r, k0 + kk): thread (tx, ty) loads r = tx, kk = ty (coalesced when A is
+    // column-major, the common case: the transposed activations of a weight gradient).
+    sA[tx][ty] = k0 + ty < p.k ? to_acc(a[row_ld * p.a_rs + (k0 + ty) * p.a_cs]) : A(0);
+    sB[ty][tx] = k0 + ty < p.k ? to_acc(bm[(k0 + ty) * p.b_rs + col * p.b_cs]) : A(0);
+    __syncthreads();
+    for (int kk = 0; kk < 16; ++kk) acc += sA[ty][kk] * sB[kk][tx];
+    __syncthreads();
+  }
+  T* out = static_cast<T*>(p.out);
+  out[blk * b * b + std::int64_t(m_off + ty) * b + n_off + tx] = from_acc<T>(acc);
+}
+
+template <typename F>
+void with_device_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f16: f(__half{}); return;
+    case DType::bf16: f(__nv_bfloat16{}); return;
+    case DType::f32: f(float{}); return;
+    case DType::f64: f(double{}); return;
+  }
+  throw TypeMismatch("unsupported dtype");
+}
+
+void dds_simt(const DdsProblem& p, cudaStream_t stream) {
+  SimtDds k{p.a.data, p.a.row_stride, p.a.col_stride, p.c.data, p.c.row_stride, p.c.col_stride,
+            p.bias, p.s.values, p.s.offsets, p.s.indices, p.s.value_index, 0,
+            int(p.s.block), p.s.transposed_blocks};
+  const std::int64_t n_tiles = p.s.n_blocks * (p.s.block / 16);
+  SK_EXPECTS(n_tiles <= INT_MAX, "bsr: too many block columns for one launch (", p.s.n_blocks, ")");
+  const std::int64_t elem = dtype_size(p.dtype);
+  // gridDim.y is limited to 65535: tall problems run as several launches of row panels.
+  constexpr std::int64_t kRowsPerLaunch = std::int64_t(65535) * kSimtRows;
+  for (std::int64_t m0 = 0; m0 < p.a.rows; m0 += kRowsPerLaunch) {
+    k.m = std::min(p.a.rows - m0, kRowsPerLaunch);
+    k.a = static_cast<const char*>(p.a.data) + m0 * p.a.row_stride * elem;
+    k.c = static_cast<char*>(p.c.data) + m0 * p.c.row_stride * elem;
+    const dim3 grid(unsigned(n_tiles), unsigned((k.m + kSimtRows - 1) / kSimtRows));
+    with_device_type(p.dtype, [&](auto t) {
+      dds_simt_kernel<decltype(t)><<<grid, dim3(16, 16), 0, stream>>>(k);
+    });
+    SK_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void sdd_simt(const SddParams& p, cudaStream_t stream) {
+  const std::int64_t b = p.pattern.block_size;
+  const std::int64_t ctas = p.pattern.nnz_blocks * (b / 16) * (b / 16);
+  SK_EXPECTS(ctas <= INT_MAX, "bsr.sdd: too many blocks for one launch (", p.pattern.nnz_blocks, ")");
+  SimtSdd k{p.a.data, p.a.row_stride, p.a.col_stride, p.b.data, p.b.row_stride, p.b.col_stride,
+            p.out_values, p.pattern.block_row_indices, p.pattern.block_col_indices, p.a.cols, int(b)};
+  with_device_type(p.dtype, [&](auto t) {
+    sdd_simt_kernel<decltype(t)><<<unsigned(ctas), dim3(16, 16), 0, stream>>>(k);
+  });
+  SK_CUDA_CHECK_LAUNCH();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tensor-core path selection
+// ------------------------------------------------------------------------------------------------
+int compute_capability_major(int device) {
+  static int cached[64] = {};  // 0 = unknown; benign race: every writer stores the same value
+  if (device >= 0 && device < 64 && cached[device] != 0) return cached[device];
+  int major = 0;
+  SK_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (device >= 0 && device < 64) cached[device] = major;
+  return major;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
+
+/// The dtype can use tensor cores on this device: fp16/bf16 always, fp32 only with TF32 allowed.
+bool tc_dtype(DType dtype, dense::Fp32Math math, int device) {
+  const bool ok = dtype == DType::f16 || dtype == DType::bf16 ||
+                  (dtype == DType::f32 && math == dense::Fp32Math::tf32);
+  return ok && compute_capability_major(device) >= 8;
+}
+
+/// A view whose `unit` stride is 1 and whose other stride (`ld`) keeps every line 16-byte
+/// aligned; `lines` is the extent along the other stride (a single line needs no alignment).
+bool tc_operand(const void* data, std::int64_t unit, std::int64_t ld, std::int64_t lines,
+                std::int64_t vec) {
+  return aligned16(data) && unit == 1 && (lines <= 1 || ld % vec == 0);
+}
+
+/// tile = min(b, 64) for dds (see tc/configs.cuh).
+template <bool kTf32, bool kBKMajor>
+void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream) {
+  switch (block) {
+    case 16: tc::dds_launch<kTf32, 16, kBKMajor>(t, n_blocks, stream); return;
+    case 32: tc::dds_launch<kTf32, 32, kBKMajor>(t, n_blocks, stream); return;
+    default: tc::dds_launch<kTf32, 64, kBKMajor>(t, n_blocks, stream); return;
+  }
+}
+
+/// tile = b, except tf32 b = 128: four 64 × 64 tiles (see tc/configs.cuh).
+template <bool kTf32>
+void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, void* stream) {
+  switch (block) {
+    case 16: tc::sdd_launch<kTf32, 16>(t, nnz, stream); return;
+    case 32: tc::sdd_launch<kTf32, 32>(t, nnz, stream); return;
+    case 64: tc::sdd_launch<kTf32, 64>(t, nnz, stream); return;
+    default:
+      if constexpr (kTf32) tc::sdd_launch<kTf32, 64>(t, nnz, stream);
+      else tc::sdd_launch<kTf32, 128>(t, nnz, stream);
+      return;
+  }
+}
+
+}  // namespace
+
+void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
+  const std::int64_t m = p.a.rows, n = p.c.cols;
+  if (m == 0 || n == 0) return;
+  sparsekern::detail::require_cuda_device(p.device.index);
+  sparsekern::detail::DeviceGuard guard(p.device.index);
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  SK_EXPECTS(p.s.n_blocks <= INT_MAX / 128, "bsr: too many block columns (", p.s.n_blocks, ")");
+
+  const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
+  const bool k_empty = p.s.k_blocks == 0;
+  // C row-major (the dds case) or column-major (dsd computed as Cᵀ = Bᵀ·op(S)ᵀ).
+  const bool c_row = tc_operand(p.c.data, p.c.col_stride, p.c.row_stride, m, vec);
+  const bool c_col = !c_row && tc_operand(p.c.data, p.c.row_stride, p.c.col_stride, n, vec);
+  const bool a_ok = k_empty || tc_operand(p.a.data, p.a.col_stride, p.a.row_stride, m, vec);
+  const bool v_ok = p.s.nnz_blocks == 0 || aligned16(p.s.values);
+  if (tc_dtype(p.dtype, p.fp32_math, p.device.index) && (c_row || c_col) && a_ok && v_ok) {
+    tc::TcParams t;
+    t.a = p.a.data;
+    t.lda = m <= 1 ? vec : p.a.row_stride;
+    t.c = p.c.data;
+    t.c_col_major = c_col;
+    t.ldc = c_col ? p.c.col_stride : (m <= 1 ? vec : p.c.row_stride);
+    t.bias = p.bias;
+    t.values = p.s.values;
+    t.offsets = p.s.offsets;
+    t.indices = p.s.indices;
+    t.value_index = p.s.value_index;
+    t.m = m;
+    t.block = int(p.s.block);
+    t.bf16 = p.dtype == DType::bf16;
+    const int nb = int(p.s.n_blocks), b = int(p.s.block);
+    if (p.dtype == DType::f32) {
+      if (p.s.transposed_blocks) dds_tc_launch<true, true>(t, nb, b, stream);
+      else dds_tc_launch<true, false>(t, nb, b, stream);
+    } else {
+      if (p.s.transposed_blocks) dds_tc_launch<false, true>(t, nb, b, stream);
+      else dds_tc_launch<false, false>(t, nb, b, stream);
+    }
+    return;
+  }
+  dds_simt(p, stream);
+}
+
+void sdd_cuda(const SddParams& p, Stream stream_ptr) {
+  if (p.pattern.nnz_blocks == 0) return;
+  sparsekern::detail::require_cuda_device(p.device.index);
+  sparsekern::detail::DeviceGuard guard(p.device.index);
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+
+  const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
+  const std::int64_t k = p.a.cols;
+  // A column-major (M-major) and B row-major (N-major): the layouts of Xᵀ and dY in a weight
+  // gradient, read without copies.
+  const bool a_ok = k == 0 || tc_operand(p.a.data, p.a.row_stride, p.a.col_stride, k, vec);
+  const bool b_ok = k == 0 || tc_operand(p.b.data, p.b.col_stride, p.b.row_stride, k, vec);
+  if (tc_dtype(p.dtype, p.fp32_math, p.device.index) && a_ok && b_ok && aligned16(p.out_values)) {
+    tc::TcParams t;
+    t.a = p.a.data;
+    t.lda = k <= 1 ? vec : p.a.col_stride;
+    t.b = p.b.data;
+    t.ldb = k <= 1 ? vec : p.b.row_stride;
+    t.out_values = p.out_values;
+    t.block_rows = p.pattern.block_row_indices;
+    t.block_cols = p.pattern.block_col_indices;
+    t.k = int(k);
+    t.block = int(p.pattern.block_size);
+    t.bf16 = p.dtype == DType::bf16;
+    const int nnz = int(p.pattern.nnz_blocks), b = int(p.pattern.block_size);
+    if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, stream);
+    else sdd_tc_launch<false>(t, nnz, b, stream);
+    return;
+  }
+  sdd_simt(p, stream);
+}
+
+}  // namespace sparsekern::bsr::detail

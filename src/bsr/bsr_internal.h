@@ -1,0 +1,41 @@
+#pragma once
+// Internal form of the block-sparse products. dsd and dds are both computed as a "dds problem"
+// C = A · Bop with Bop block-sparse and described by block column (dsd(op(S), B) is the transposed
+// problem Cᵀ = Bᵀ · op(S)ᵀ, expressed with swapped strides, no copies); sdd keeps its own form.
+#include <sparsekern/bsr.h>
+
+namespace sparsekern::bsr::detail {
+
+/// Bop (k × n, block-sparse) by block column: the entries of block column j are
+/// e ∈ [offsets[j], offsets[j+1]), in block row indices[e], stored in
+/// values[value_index ? value_index[e] : e]; with transposed_blocks, Bop's block is the transpose
+/// of the stored one.
+struct SparseOperand {
+  std::int64_t k_blocks = 0;
+  std::int64_t n_blocks = 0;
+  std::int64_t block = 0;
+  std::int64_t nnz_blocks = 0;
+  const void* values = nullptr;
+  const std::int32_t* offsets = nullptr;
+  const std::int32_t* indices = nullptr;
+  const std::int32_t* value_index = nullptr;
+  bool transposed_blocks = false;
+};
+
+/// C (m × n) = A (m × k) · Bop (+ bias per column of C). Views are validated and consistent.
+struct DdsProblem {
+  DType dtype = DType::f32;
+  Device device{};
+  dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+  MatrixView a{};
+  SparseOperand s{};
+  const void* bias = nullptr;
+  MutableMatrixView c{};
+};
+
+void dds_cpu(const DdsProblem& p);
+void sdd_cpu(const SddParams& p);
+void dds_cuda(const DdsProblem& p, Stream stream);
+void sdd_cuda(const SddParams& p, Stream stream);
+
+}  // namespace sparsekern::bsr::detail

@@ -1,0 +1,47 @@
+#pragma once
+// Kernel-level parameters of the block-sparse tensor-core kernels (plain types: shared by the CUDA
+// launchers, the dispatcher in bsr_cuda.cu and the host emulation test).
+#include <cstdint>
+
+namespace sparsekern::bsr::tc {
+
+/// One launch of a dds-family kernel (C = A · Bop, Bop block-sparse, one CTA per 128-row panel of
+/// A and one BN-wide slice of a block column of Bop) or of the sdd kernel (one CTA per block).
+/// Strides are in elements; which dim of each dense operand is unit-stride is fixed by the kernel.
+struct TcParams {
+  // dds: A is m × k with unit column stride (K-major), row stride `lda`.
+  // sdd: A is m × k with unit row stride (M-major), column stride `lda`.
+  const void* a = nullptr;
+  std::int64_t lda = 0;
+  // sdd only: B is k × n with unit column stride (N-major), row stride `ldb`.
+  const void* b = nullptr;
+  std::int64_t ldb = 0;
+  // dds only: C is m × n, row-major (c_col_major = false: unit column stride, row stride `ldc`) or
+  // column-major (unit row stride, column stride `ldc`).
+  void* c = nullptr;
+  std::int64_t ldc = 0;
+  bool c_col_major = false;
+  const void* bias = nullptr;  ///< dds, row-major C only: n values added to every row (or null)
+
+  // Block-sparse operand of dds: the entries of block column j of Bop are e in
+  // [offsets[j], offsets[j+1]); entry e is the block at block row indices[e], stored in
+  // values[value_index ? value_index[e] : e] (b × b, row-major). kBKMajor kernels read each stored
+  // block transposed (Bop = Sᵀ), the others as stored (Bop = S).
+  const void* values = nullptr;
+  const std::int32_t* offsets = nullptr;
+  const std::int32_t* indices = nullptr;
+  const std::int32_t* value_index = nullptr;
+
+  // sdd: block p of the output is at (block_rows[p], block_cols[p]) and is written to
+  // out_values + p·b·b (row-major).
+  const std::int32_t* block_rows = nullptr;
+  const std::int32_t* block_cols = nullptr;
+  void* out_values = nullptr;
+
+  std::int64_t m = 0;  ///< dds: rows of A and C
+  int k = 0;           ///< sdd: inner dimension
+  int block = 0;       ///< b
+  bool bf16 = false;   ///< 16-bit kernels: the data is bf16 (else fp16)
+};
+
+}  // namespace sparsekern::bsr::tc

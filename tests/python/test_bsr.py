@@ -1,0 +1,652 @@
+"""Block-sparse family: BlockSparseMatrix, dsd/dds/sdd, BlockSparseLinear, the model patcher and
+pattern learning. Every body runs on the CPU and (marked) on CUDA through the `device` fixture;
+references are float64 dense products with the block pattern applied."""
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+import torch
+
+import sparsekern
+from sparsekern import BlockSparseLinear, BlockSparseMatrix, BlockSparseModelPatcher, _C, bsr
+from sparsekern.testing import rel_error, tolerance
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
+# "tf32": fp32 with torch.backends.cuda.matmul.allow_tf32 on (the tensor-core path on CUDA).
+OP_DTYPES = [torch.float64, torch.float32, "tf32", torch.float16, torch.bfloat16]
+BLOCKS = [16, 32, 64, 128]
+
+
+def tol(dtype, device) -> float:
+    tf32 = device.type == "cuda" and dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
+    return tolerance(dtype, tf32)
+
+
+@pytest.fixture
+def op_dtype(request):
+    """Resolves the OP_DTYPES parameter; "tf32" allows TF32 for the test's duration."""
+    value = request.param
+    if value != "tf32":
+        yield value
+        return
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield torch.float32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+def _dtype_id(d) -> str:
+    return d if isinstance(d, str) else str(d)[6:]
+
+
+def randn(*shape, dtype=torch.float32, device="cpu"):
+    return torch.randn(*shape, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def make_matrix(rows, cols, block, density, dtype, device, mask=None) -> BlockSparseMatrix:
+    if mask is None:
+        m = BlockSparseMatrix.random((rows, cols), block, density, dtype=dtype)
+    else:
+        m = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
+        m = m.with_values(randn(*m.values.shape, dtype=dtype))
+    return m.to(device)
+
+
+def dense64(m: BlockSparseMatrix) -> torch.Tensor:
+    return m.to(torch.float64).to_dense()
+
+
+# ------------------------------------------------------------------------------------------------
+# Products against float64 references: every op × transpose × dtype × block size
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
+@pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
+def test_dds(device, block, op_dtype, transpose):
+    dtype = op_dtype
+    rows, cols = 2 * block, 3 * block
+    s = make_matrix(rows, cols, block, 0.5, dtype, device)
+    op = s.t() if transpose else s
+    ref_s = dense64(op)
+    k, n = op.shape
+    bias = randn(n, dtype=dtype, device=device)
+    for m in (1, 7, 129):
+        x = randn(m, k, dtype=dtype, device=device)
+        out = bsr.dds(x, op)
+        assert out.shape == (m, n) and out.dtype == dtype
+        assert rel_error(out, x.double() @ ref_s) <= tol(dtype, device)
+        out = bsr.dds(x, op, bias)
+        assert rel_error(out, x.double() @ ref_s + bias.double()) <= tol(dtype, device)
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
+@pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
+def test_dsd(device, block, op_dtype, transpose):
+    dtype = op_dtype
+    rows, cols = 3 * block, 2 * block
+    s = make_matrix(rows, cols, block, 0.5, dtype, device)
+    op = s.t() if transpose else s
+    ref_s = dense64(op)
+    m, k = op.shape
+    for n in (1, 7, 129):
+        x = randn(k, n, dtype=dtype, device=device)
+        out = op @ x
+        assert out.shape == (m, n) and out.dtype == dtype
+        assert rel_error(out, ref_s @ x.double()) <= tol(dtype, device)
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
+@pytest.mark.parametrize("transpose", [False, True], ids=["P", "Pt"])
+def test_sdd(device, block, op_dtype, transpose):
+    dtype = op_dtype
+    rows, cols = 2 * block, 3 * block
+    pattern = make_matrix(rows, cols, block, 0.5, dtype, device)
+    pattern = pattern.t() if transpose else pattern
+    mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+    m, n = pattern.shape
+    for k in (1, 7, 129):
+        a = randn(m, k, dtype=dtype, device=device)
+        b = randn(k, n, dtype=dtype, device=device)
+        out = bsr.sdd(a, b, pattern)
+        assert isinstance(out, BlockSparseMatrix) and out.transposed == transpose
+        assert out.values.shape == pattern.values.shape
+        ref = (a.double() @ b.double()) * mask
+        assert rel_error(out.to_dense(), ref) <= tol(dtype, device)
+
+
+def test_tf32_setting(device):
+    """fp32 is exact unless TF32 is allowed (then within the TF32 tolerance)."""
+    s = make_matrix(128, 128, 64, 0.5, torch.float32, device)
+    x = randn(65, 128, device=device)
+    ref = x.double() @ dense64(s)
+    prev = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        assert rel_error(bsr.dds(x, s), ref) <= tolerance(torch.float32)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        assert rel_error(bsr.dds(x, s), ref) <= tolerance(torch.float32, tf32=True)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+@pytest.mark.parametrize("case", ["single", "dense", "empty_rows_cols", "no_blocks_in_op"])
+def test_pattern_extremes(device, case):
+    b = 32
+    rb, cb = 4, 3
+    if case == "single":
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        mask[2, 1] = True
+    elif case == "dense":
+        mask = torch.ones(rb, cb, dtype=torch.bool)
+    elif case == "empty_rows_cols":
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        mask[0, 0] = mask[3, 0] = mask[3, 2] = True  # rows 1, 2 and column 1 empty
+    else:
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        mask[1, 2] = True
+    for dtype in (torch.float32, torch.float16):
+        s = make_matrix(rb * b, cb * b, b, 1.0, dtype, device, mask=mask)
+        ref = dense64(s)
+        x = randn(9, rb * b, dtype=dtype, device=device)
+        assert rel_error(bsr.dds(x, s), x.double() @ ref) <= tol(dtype, device)
+        y = randn(cb * b, 5, dtype=dtype, device=device)
+        assert rel_error(s @ y, ref @ y.double()) <= tol(dtype, device)
+        a, bb = randn(rb * b, 7, dtype=dtype, device=device), randn(7, cb * b, dtype=dtype, device=device)
+        full = (a.double() @ bb.double()) * mask.to(device).repeat_interleave(b, 0).repeat_interleave(b, 1)
+        assert rel_error(bsr.sdd(a, bb, s).to_dense(), full) <= tol(dtype, device)
+
+
+def test_noncontiguous_and_strided_views(device):
+    b = 16
+    s = make_matrix(48, 80, b, 0.6, torch.float32, device)
+    ref = dense64(s)
+    big = randn(30, 200, device=device)
+    x = big[::3, 7:55]                      # 10 × 48, unaligned and strided
+    assert rel_error(bsr.dds(x, s), x.double() @ ref) <= tol(torch.float32, device)
+    xt = randn(48, 10, device=device).t()   # transposed view
+    assert rel_error(bsr.dds(xt, s), xt.double() @ ref) <= tol(torch.float32, device)
+    x3 = randn(2, 3, 5, 48, device=device).transpose(1, 2)  # leading batch dims, non-contiguous
+    out = bsr.dds(x3, s)
+    assert out.shape == (2, 5, 3, 80)
+    assert rel_error(out, x3.double() @ ref) <= tol(torch.float32, device)
+    y = randn(80, 13, device=device)[:, ::1].t().contiguous().t()  # column-major
+    assert rel_error(s @ y, ref @ y.double()) <= tol(torch.float32, device)
+    y2 = randn(100, 80, device=device)[5:18].t()  # strided transposed
+    assert rel_error(s @ y2, ref @ y2.double()) <= tol(torch.float32, device)
+    a = randn(48, 31, device=device)[:, 1:]  # 48 × 30, unaligned rows
+    bm = randn(30, 160, device=device)[:, ::2]
+    mask = s.mask().to(device).repeat_interleave(b, 0).repeat_interleave(b, 1)
+    assert rel_error(bsr.sdd(a, bm, s).to_dense(), (a.double() @ bm.double()) * mask) <= tol(torch.float32, device)
+
+
+def test_empty_operands(device):
+    s = make_matrix(64, 32, 32, 1.0, torch.float32, device)
+    assert bsr.dds(randn(0, 64, device=device), s).shape == (0, 32)
+    assert (s @ randn(32, 0, device=device)).shape == (64, 0)
+    out = bsr.sdd(randn(64, 0, device=device), randn(0, 32, device=device), s)
+    assert torch.equal(out.values, torch.zeros_like(out.values))
+    # A sparse matrix with no rows: the product is the bias (or zeros), never garbage.
+    z = BlockSparseMatrix(torch.zeros(0, 16, 16, device=device), torch.zeros(1, dtype=torch.int32, device=device),
+                          torch.zeros(0, dtype=torch.int32, device=device), (0, 48))
+    bias = randn(48, device=device)
+    out = bsr.dds(randn(5, 0, device=device), z, bias)
+    assert torch.equal(out, bias.expand(5, 48))
+
+
+def test_poisoned_outputs_are_fully_written(device):
+    """The native entry points write every element of caller buffers (NaN-filled here)."""
+    b = 16
+    s = make_matrix(64, 48, b, 0.5, torch.float16, device)
+    x = randn(37, 64, dtype=torch.float16, device=device)
+    out = torch.full((37, 48), float("nan"), dtype=torch.float16, device=device)
+    def caps():  # DLPack capsules are single-use: fresh ones for every call
+        return [bsr._idx(t) for t in s.index_sets()]
+
+    ro, ci, ri, co, rbc, bbc = caps()
+    _C.bsr_dds(bsr._idx(x), bsr._idx(s.values), 64, 48, b, ro, ci, co, rbc, bbc, False, None,
+               bsr._idx(out), False, sparsekern._core.stream_of(x))
+    assert rel_error(out, x.double() @ dense64(s)) <= tol(torch.float16, device)
+    y = randn(48, 19, dtype=torch.float16, device=device).t().contiguous().t()
+    out = torch.full((64, 19), float("nan"), dtype=torch.float16, device=device)
+    ro, ci, ri, co, rbc, bbc = caps()
+    _C.bsr_dsd(bsr._idx(s.values), 64, 48, b, ro, ci, co, rbc, bbc, False, bsr._idx(y),
+               bsr._idx(out), False, sparsekern._core.stream_of(y))
+    assert rel_error(out, dense64(s) @ y.double()) <= tol(torch.float16, device)
+    a = randn(21, 64, dtype=torch.float16, device=device).t()  # 64 × 21, column-major
+    bm = randn(21, 48, dtype=torch.float16, device=device)
+    vals = torch.full_like(s.values, float("nan"))
+    ro, ci, ri, co, rbc, bbc = caps()
+    _C.bsr_sdd(bsr._idx(a), bsr._idx(bm), 64, 48, b, ri, ci, bsr._idx(vals), False,
+               sparsekern._core.stream_of(a))
+    mask = s.mask().to(device).repeat_interleave(b, 0).repeat_interleave(b, 1)
+    assert rel_error(s.with_values(vals).to_dense(), (a.double() @ bm.double()) * mask) <= tol(torch.float16, device)
+
+
+# ------------------------------------------------------------------------------------------------
+# Gradients
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("transpose", [False, True])
+def test_gradcheck_float64(transpose):
+    torch.manual_seed(1)
+    s = BlockSparseMatrix.random((32, 48), 16, 1 / 3, dtype=torch.float64)  # 2 of 6 blocks
+    vals = s.values.clone().requires_grad_()
+    op = s.with_values(vals)
+    op = op.t() if transpose else op
+    k, n = op.shape
+    x = torch.randn(3, k, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(n, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, v, bb: bsr.dds(x, op.with_values(v), bb), (x, vals, bias))
+    y = torch.randn(n, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, y: bsr.dsd(op.with_values(v), y), (vals, y))
+    a = torch.randn(k, 5, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(5, n, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: bsr.sdd(a, b, op).values, (a, b))
+    # Second order through the ops built from one another.
+    if transpose:
+        assert torch.autograd.gradgradcheck(lambda x, v: bsr.dds(x, op.with_values(v)), (x[:1], vals))
+
+
+@pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
+def test_backward_against_reference(device, op_dtype):
+    dtype = op_dtype
+    for block, transpose in ((16, False), (64, True), (128, False)):
+        s = make_matrix(2 * block, 2 * block, block, 0.5, dtype, device)
+        vals = s.values.clone().requires_grad_()
+        op = s.with_values(vals)
+        op = op.t() if transpose else op
+        x = randn(33, 2 * block, dtype=dtype, device=device).requires_grad_()
+        bias = randn(2 * block, dtype=dtype, device=device).requires_grad_()
+        out = bsr.dds(x, op, bias)
+        g = randn(*out.shape, dtype=dtype, device=device)
+        gx, gv, gb = torch.autograd.grad(out, (x, vals, bias), g)
+        v64 = vals.detach().double().requires_grad_()
+        x64 = x.detach().double().requires_grad_()
+        b64 = bias.detach().double().requires_grad_()
+        ref = x64 @ op.with_values(v64).to_dense() + b64
+        rx, rv, rb = torch.autograd.grad(ref, (x64, v64, b64), g.double())
+        t = 4 * tol(dtype, device)
+        assert rel_error(gx, rx) <= t and rel_error(gv, rv) <= t and rel_error(gb, rb) <= t
+        # dsd and sdd backward
+        y = randn(2 * block, 17, dtype=dtype, device=device).requires_grad_()
+        out = bsr.dsd(op.with_values(vals), y)
+        g = randn(*out.shape, dtype=dtype, device=device)
+        gv, gy = torch.autograd.grad(out, (vals, y), g)
+        y64 = y.detach().double().requires_grad_()
+        rv, ry = torch.autograd.grad(op.with_values(v64).to_dense() @ y64, (v64, y64), g.double())
+        assert rel_error(gv, rv) <= t and rel_error(gy, ry) <= t
+        a = randn(2 * block, 9, dtype=dtype, device=device).requires_grad_()
+        bm = randn(9, 2 * block, dtype=dtype, device=device).requires_grad_()
+        out = bsr.sdd(a, bm, op).values
+        g = randn(*out.shape, dtype=dtype, device=device)
+        ga, gbm = torch.autograd.grad(out, (a, bm), g)
+        a64, bm64 = a.detach().double().requires_grad_(), bm.detach().double().requires_grad_()
+        ra, rbm = torch.autograd.grad(bsr.sdd(a64, bm64, op.to(torch.float64)).values, (a64, bm64), g.double())
+        assert rel_error(ga, ra) <= t and rel_error(gbm, rbm) <= t
+
+
+def test_custom_ops_opcheck():
+    s = BlockSparseMatrix.random((32, 48), 16, 0.5, dtype=torch.float32)
+    idx = s.index_sets()
+    x = torch.randn(5, 32, requires_grad=True)
+    v = s.values.clone().requires_grad_()
+    bias = torch.randn(48, requires_grad=True)
+    torch.library.opcheck(torch.ops.sparsekern.bsr_dds.default, (x, v, *idx, 32, 48, False, bias))
+    y = torch.randn(48, 3, requires_grad=True)
+    torch.library.opcheck(torch.ops.sparsekern.bsr_dsd.default, (v, *idx, 32, 48, False, y))
+    a, b = torch.randn(32, 6, requires_grad=True), torch.randn(6, 48, requires_grad=True)
+    torch.library.opcheck(torch.ops.sparsekern.bsr_sdd.default, (a, b, s.values, *idx, 32, 48))
+
+
+def test_torch_compile_traces():
+    layer = BlockSparseLinear(64, 32, density=0.5, block_size=16)
+    x = torch.randn(4, 64)
+    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x), layer(x))
+
+
+# ------------------------------------------------------------------------------------------------
+# BlockSparseMatrix
+# ------------------------------------------------------------------------------------------------
+def test_matrix_constructors_and_views(device):
+    b = 32
+    dense = randn(128, 96, device=device)
+    mask = torch.rand(4, 3) < 0.5
+    mask[0, 0] = True
+    m = BlockSparseMatrix.from_dense(dense, b, mask=mask)
+    full_mask = mask.to(device).repeat_interleave(b, 0).repeat_interleave(b, 1)
+    assert torch.equal(m.to_dense(), dense * full_mask)
+    assert m.nnz_blocks == int(mask.sum()) and m.shape == (128, 96)
+    # Density by block magnitude keeps the strongest blocks.
+    dense2 = dense.clone()
+    dense2[64:96, 32:64] *= 100
+    top = BlockSparseMatrix.from_dense(dense2, b, density=1 / 12)
+    assert top.nnz_blocks == 1 and top.mask()[2, 1]
+    # .t() shares every tensor and transposes the logical matrix.
+    t = m.t()
+    assert t.shape == (96, 128) and t.values.data_ptr() == m.values.data_ptr()
+    assert all(x.data_ptr() == y.data_ptr() for x, y in zip(t.index_sets(), m.index_sets()))
+    assert torch.equal(t.to_dense(), m.to_dense().t())
+    assert torch.equal(t.t().to_dense(), m.to_dense())
+    # torch BSR round trip, both orientations.
+    for mat in (m, t):
+        tb = mat.to_torch_bsr()
+        assert tb.layout == torch.sparse_bsr
+        assert torch.equal(tb.to_dense(), mat.to_dense())
+        back = BlockSparseMatrix.from_torch_bsr(tb)
+        assert torch.equal(back.to_dense(), mat.to_dense())
+    # Random: round(density · blocks) blocks, at least one.
+    r = BlockSparseMatrix.random((256, 128), 64, 0.3, device=device)
+    assert r.nnz_blocks == round(0.3 * 8) and r.device.type == device.type
+    assert BlockSparseMatrix.random((64, 64), 64, 0.01).nnz_blocks == 1
+
+
+def test_index_sets_consistent():
+    m = BlockSparseMatrix.random((128, 192), 16, 0.3)
+    ro, ci, ri, co, rbc, bbc = (t.long() for t in m.index_sets())
+    for p in range(m.nnz_blocks):
+        assert ro[ri[p]] <= p < ro[ri[p] + 1]
+    for j in range(192 // 16):
+        e = torch.arange(co[j], co[j + 1])
+        assert torch.all(ci[bbc[e]] == j)
+        assert torch.all(ri[bbc[e]] == rbc[e])
+        assert torch.all(rbc[e][1:] > rbc[e][:-1])
+    _C.bsr_validate(m.nnz_blocks, 128, 192, 16, *(bsr._idx(t) for t in m.index_sets()))
+
+
+def test_state_dict_round_trip(device):
+    m = BlockSparseMatrix.random((64, 128), 32, 0.5, device=device)
+    buf = io.BytesIO()
+    torch.save(m.t().state_dict(), buf)
+    buf.seek(0)
+    back = BlockSparseMatrix.from_state_dict(torch.load(buf))
+    assert back.transposed and torch.equal(back.to_dense(), m.t().to_dense())
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input: clear exceptions naming the argument
+# ------------------------------------------------------------------------------------------------
+def test_bad_inputs():
+    m = BlockSparseMatrix.random((64, 64), 32, 0.5)
+    vals = m.values
+    ro, ci = m.block_row_offsets, m.block_col_indices
+    with pytest.raises(ValueError, match="block_size"):   # block size does not divide the shape
+        BlockSparseMatrix.random((64, 48), 32, 0.5)
+    with pytest.raises(ValueError, match="block_size"):
+        BlockSparseMatrix(torch.zeros(2, 32, 32), ro, ci[:2], (64, 48))
+    with pytest.raises(ValueError, match="block_size"):   # unsupported block size
+        BlockSparseMatrix.random((64, 64), 8, 0.5)
+    with pytest.raises(ValueError, match="density"):
+        BlockSparseMatrix.random((64, 64), 32, 0.0)
+    with pytest.raises(ValueError, match="density"):
+        BlockSparseMatrix.random((64, 64), 32, 1.5)
+    with pytest.raises(ValueError, match="density"):
+        BlockSparseLinear(64, 64, density=-0.1, block_size=32)
+    with pytest.raises(ValueError, match="in_features"):
+        BlockSparseLinear(40, 64, block_size=32)
+    bad = ci.clone()
+    bad[0] = 5  # out of range (2 block columns)
+    with pytest.raises(ValueError, match="block_col_indices"):
+        BlockSparseMatrix(vals, ro, bad, (64, 64))
+    full = BlockSparseMatrix.random((64, 64), 32, 1.0)
+    unsorted = full.block_col_indices.clone()
+    unsorted[0], unsorted[1] = unsorted[1].item(), unsorted[0].item()
+    with pytest.raises(ValueError, match="block_col_indices"):
+        BlockSparseMatrix(full.values, full.block_row_offsets, unsorted, (64, 64))
+    bad_off = full.block_row_offsets.clone()
+    bad_off[2] = 5  # last offset != nnz
+    with pytest.raises(ValueError, match="block_row_offsets"):
+        BlockSparseMatrix(full.values, bad_off, full.block_col_indices, (64, 64))
+    with pytest.raises(ValueError, match="block_row_offsets"):
+        BlockSparseMatrix(full.values, full.block_row_offsets[:2], full.block_col_indices, (64, 64))
+    with pytest.raises(TypeError, match="block_col_indices"):
+        BlockSparseMatrix(vals, ro, ci.float(), (64, 64))
+    # Products: shapes, dtypes, wrong weight dtype.
+    with pytest.raises(ValueError, match="`x`"):
+        bsr.dds(torch.randn(3, 32), m)
+    with pytest.raises(TypeError, match="`x`"):
+        bsr.dds(torch.randn(3, 64, dtype=torch.float64), m)
+    with pytest.raises(TypeError, match="`x`"):
+        bsr.dds(torch.randn(3, 64).int(), m)
+    with pytest.raises(TypeError, match="`s`"):
+        bsr.dds(torch.randn(3, 64), torch.randn(64, 64))
+    with pytest.raises(ValueError, match="`bias`"):
+        bsr.dds(torch.randn(3, 64), m, torch.randn(7))
+    with pytest.raises(TypeError, match="`bias`"):
+        bsr.dds(torch.randn(3, 64), m, torch.randn(64, dtype=torch.float64))
+    with pytest.raises(ValueError, match="`x`"):
+        bsr.dsd(m, torch.randn(32, 3))
+    with pytest.raises(ValueError, match="`a` · `b`"):
+        bsr.sdd(torch.randn(64, 5), torch.randn(4, 64), m)
+    with pytest.raises(TypeError, match="`b`"):
+        bsr.sdd(torch.randn(64, 5), torch.randn(5, 64).half(), m)
+    layer = BlockSparseLinear(64, 32, block_size=32)
+    with pytest.raises(TypeError, match="`x`"):  # input dtype differs from the weight's
+        layer(torch.randn(2, 64, dtype=torch.float64))
+    with pytest.raises(ValueError, match="`values`"):
+        m.with_values(torch.randn(5, 32, 32))
+    # The native layer names arguments too (bypassing the Python checks).
+    with pytest.raises(TypeError, match="`a`"):
+        _C.bsr_dds(bsr._idx(torch.randn(3, 64, dtype=torch.float64)), bsr._idx(vals), 64, 64, 32,
+                   *(bsr._idx(t) for t in (ro, ci, m.block_col_offsets, m.block_rows_by_col, m.blocks_by_col)),
+                   False, None, bsr._idx(torch.empty(3, 64)), False, 0)
+    with pytest.raises(ValueError, match="`a`"):
+        _C.bsr_dds(bsr._idx(torch.randn(3, 48)), bsr._idx(vals), 64, 64, 32,
+                   *(bsr._idx(t) for t in (ro, ci, m.block_col_offsets, m.block_rows_by_col, m.blocks_by_col)),
+                   False, None, bsr._idx(torch.empty(3, 64)), False, 0)
+    bad_cols = m.block_rows_by_col.clone()
+    bad_cols[0] = 7
+    with pytest.raises(ValueError, match="block_rows_by_col"):  # CPU calls check index contents
+        _C.bsr_dds(bsr._idx(torch.randn(3, 64)), bsr._idx(vals), 64, 64, 32,
+                   *(bsr._idx(t) for t in (ro, ci, m.block_col_offsets, bad_cols, m.blocks_by_col)),
+                   False, None, bsr._idx(torch.empty(3, 64)), False, 0)
+
+
+@pytest.mark.cuda
+def test_mismatched_devices():
+    m = BlockSparseMatrix.random((64, 64), 32, 0.5)
+    with pytest.raises(ValueError, match="`x`"):
+        bsr.dds(torch.randn(3, 64, device="cuda"), m)
+    with pytest.raises(ValueError, match="`x`"):
+        bsr.dsd(m.to("cuda"), torch.randn(64, 3))
+    with pytest.raises(ValueError, match="`a`"):
+        bsr.sdd(torch.randn(64, 5), torch.randn(5, 64), m.to("cuda"))
+    with pytest.raises(ValueError, match="block_row_offsets"):
+        BlockSparseMatrix(m.values.cuda(), m.block_row_offsets, m.block_col_indices.cuda(), (64, 64))
+
+
+# ------------------------------------------------------------------------------------------------
+# BlockSparseLinear
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+def test_linear_matches_dense(device, dtype):
+    layer = BlockSparseLinear(96, 64, bias=True, density=0.4, block_size=32, device=device, dtype=dtype)
+    assert layer.in_features == 96 and layer.out_features == 64
+    assert layer.weight.shape == (layer.nnz_blocks, 32, 32) and layer.bias.shape == (64,)
+    assert "in_features=96, out_features=64, bias=True" in repr(layer)
+    x = randn(2, 7, 96, dtype=dtype, device=device).requires_grad_()
+    y = layer(x)
+    w = layer.dense_weight().detach().double()
+    ref = x.detach().double() @ w.t() + layer.bias.detach().double()
+    assert y.shape == (2, 7, 64) and rel_error(y, ref) <= tol(dtype, device)
+    g = randn(*y.shape, dtype=dtype, device=device)
+    gx, gw, gb = torch.autograd.grad(y, (x, layer.weight, layer.bias), g)
+    x64 = x.detach().double().requires_grad_()
+    v64 = layer.weight.detach().double().requires_grad_()
+    b64 = layer.bias.detach().double().requires_grad_()
+    ref = x64 @ layer.weight_matrix.with_values(v64).to_dense().t() + b64
+    rx, rv, rb = torch.autograd.grad(ref, (x64, v64, b64), g.double())
+    t = 4 * tol(dtype, device)
+    assert rel_error(gx, rx) <= t and rel_error(gw, rv) <= t and rel_error(gb, rb) <= t
+
+
+def test_linear_gradcheck_and_no_bias():
+    layer = BlockSparseLinear(32, 48, bias=False, density=0.5, block_size=16, dtype=torch.float64)
+    assert layer.bias is None and "bias=False" in repr(layer)
+    x = torch.randn(3, 32, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(layer, (x,))
+
+
+def test_linear_from_dense_and_back(device):
+    lin = torch.nn.Linear(128, 64, device=device)
+    with torch.no_grad():
+        lin.weight[32:64, 96:128] *= 50  # the strongest block must survive
+    sp = BlockSparseLinear.from_dense(lin, density=0.25, block_size=32)
+    assert sp.nnz_blocks == 2 and sp.weight_matrix.mask()[1, 3]
+    assert torch.equal(sp.bias, lin.bias)
+    mask = sp.weight_matrix.mask().repeat_interleave(32, 0).repeat_interleave(32, 1)
+    assert torch.equal(sp.dense_weight(), lin.weight * mask)
+    back = sp.to_dense_linear()
+    x = randn(5, 128, device=device)
+    assert rel_error(back(x), sp(x).double()) <= tol(torch.float32, device)
+
+
+def test_linear_state_dict(device):
+    a = BlockSparseLinear(64, 64, density=0.25, block_size=16, device=device)
+    b = BlockSparseLinear(64, 64, density=0.25, block_size=16, device=device)
+    b.load_state_dict(a.state_dict())
+    x = randn(3, 64, device=device)
+    assert torch.equal(a(x), b(x))
+    assert set(a.state_dict()) == {"weight", "bias", "block_row_offsets", "block_col_indices"}
+    # A checkpoint with another density (another nnz) loads too.
+    c = BlockSparseLinear(64, 64, density=0.75, block_size=16, device=device)
+    buf = io.BytesIO()
+    torch.save(c.state_dict(), buf)
+    buf.seek(0)
+    a.load_state_dict(torch.load(buf))
+    assert a.nnz_blocks == c.nnz_blocks and torch.equal(a(x), c(x))
+
+
+# ------------------------------------------------------------------------------------------------
+# Pattern learning
+# ------------------------------------------------------------------------------------------------
+def test_prune_and_regrow_keeps_optimizer_state(device):
+    layer = BlockSparseLinear(128, 128, density=0.25, block_size=16, device=device)
+    opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
+    x = randn(32, 128, device=device)
+    for _ in range(2):
+        layer(x).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+    with torch.no_grad():
+        layer.weight[3].mul_(1e-3)  # the weakest block
+    before_mask = layer.weight_matrix.mask().clone()
+    before_pos = (layer.block_row_indices.long() * 8 + layer.block_col_indices.long()).tolist()
+    before = {p: (layer.weight[i].clone(), opt.state[layer.weight]["exp_avg"][i].clone(),
+                  opt.state[layer.weight]["exp_avg_sq"][i].clone()) for i, p in enumerate(before_pos)}
+    weakest = before_pos[3]
+    nnz = layer.nnz_blocks
+    report = layer.prune_and_regrow(0.25, optimizer=opt)
+    k = round(0.25 * nnz)
+    assert report == {"pruned": k, "grown": k, "density": layer.density}
+    assert layer.nnz_blocks == nnz
+    after_pos = (layer.block_row_indices.long() * 8 + layer.block_col_indices.long()).tolist()
+    assert weakest not in after_pos and len(set(after_pos)) == nnz
+    state = opt.state[layer.weight]
+    new = 0
+    for i, p in enumerate(after_pos):
+        if p in before:
+            w, m1, m2 = before[p]
+            assert torch.equal(layer.weight[i], w)
+            assert torch.equal(state["exp_avg"][i], m1) and torch.equal(state["exp_avg_sq"][i], m2)
+        else:
+            new += 1
+            assert not before_mask.flatten()[p]  # grown where there was no block
+            assert torch.count_nonzero(layer.weight[i]) == 0
+            assert torch.count_nonzero(state["exp_avg"][i]) == 0
+    assert new == k
+    _C.bsr_validate(nnz, 128, 128, 16, *(bsr._idx(t.cpu()) for t in layer.weight_matrix.index_sets()))
+    # Training continues on the new pattern, forward matches the dense reference.
+    layer(x).square().mean().backward()
+    opt.step()
+    ref = x.double() @ layer.dense_weight().detach().double().t() + layer.bias.detach().double()
+    assert rel_error(layer(x), ref) <= tol(torch.float32, device)
+
+
+def test_prune_and_regrow_with_scores_and_full_layer():
+    m = BlockSparseMatrix.random((64, 64), 16, 0.5)
+    scores = torch.zeros(4, 4)
+    free = (~m.mask()).nonzero()[0]
+    scores[free[0], free[1]] = 10.0
+    bsr.prune_and_regrow(m, 1 / 8, grow_scores=scores)
+    assert m.mask()[free[0], free[1]]
+    full = BlockSparseLinear(32, 32, density=1.0, block_size=16)
+    assert full.prune_and_regrow(0.5) == {"pruned": 0, "grown": 0, "density": 1.0}
+    with pytest.raises(ValueError, match="fraction"):
+        bsr.prune_and_regrow(m, 2.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Model patcher on a small RobertaModel (random weights, no downloads)
+# ------------------------------------------------------------------------------------------------
+def test_patcher_roberta(device):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.RobertaConfig(vocab_size=120, hidden_size=64, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=128,
+                                     max_position_embeddings=40, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    model = transformers.RobertaModel(cfg).to(device)
+    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    mp = BlockSparseModelPatcher()
+    mp.add_pattern(r"encoder\.layer\.[0-9]+\.intermediate\.dense", {"density": 0.5, "block_size": 32})
+    mp.add_pattern(r"encoder\.layer\.[0-9]+\.output\.dense", {"density": 0.5, "block_size": 32})
+    mp.add_pattern(r"encoder\.layer\.[0-9]+\.attention\.output\.dense", {"density": 0.5, "block_size": 32})
+    report = mp.patch_model(model)
+    names = sorted(p["name"] for p in report["patched"])
+    expected = sorted(n for n in linears if n.endswith(("intermediate.dense", "layer.0.output.dense",
+                                                        "layer.1.output.dense", "attention.output.dense")))
+    assert names == expected and len(names) == 6
+    saved = 0
+    for n in names:
+        out_f, in_f = linears[n].weight.shape
+        blocks = (out_f // 32) * (in_f // 32)
+        saved += out_f * in_f - round(0.5 * blocks) * 32 * 32
+        assert isinstance(model.get_submodule(n), BlockSparseLinear)
+    assert report["parameters_before"] - report["parameters_after"] == saved
+    assert report["parameters_after"] == sum(p.numel() for p in model.parameters())
+    text = io.StringIO()
+    mp.print_report(file=text)
+    assert "patched 6 layers" in text.getvalue()
+
+    # Toy task: make the first token's output match a fixed target; a few Adam steps reduce the loss.
+    ids = torch.randint(3, 120, (4, 8), device=device)
+    target = torch.randn(4, 64, device=device)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(6):
+        out = model(input_ids=ids).last_hidden_state[:, 0]
+        loss = torch.nn.functional.mse_loss(out, target)
+        opt.zero_grad()
+        loss.backward()
+        assert all(model.get_submodule(n).weight.grad is not None for n in names)
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    # Pattern learning on the whole model keeps it training.
+    reports = sparsekern.nn.prune_and_regrow_model(model, 0.25, optimizer=opt)
+    assert len(reports) == 6
+    out = model(input_ids=ids).last_hidden_state[:, 0]
+    torch.nn.functional.mse_loss(out, target).backward()
+    opt.step()
+
+
+def test_patcher_bad_patterns():
+    mp = BlockSparseModelPatcher()
+    with pytest.raises(ValueError, match="density"):
+        mp.add_pattern("x", {"density": 0})
+    with pytest.raises(ValueError, match="block_size"):
+        mp.add_pattern("x", {"density": 0.5, "block_size": 24})
+    with pytest.raises(ValueError, match="patch_info"):
+        mp.add_pattern("x", {"density": 0.5, "blocks": 32})
+    with pytest.raises(ValueError, match="pattern"):
+        mp.add_pattern("(", {"density": 0.5})
+    model = torch.nn.Sequential(torch.nn.Linear(48, 64))
+    mp.add_pattern("0", {"density": 0.5, "block_size": 32})
+    with pytest.raises(ValueError, match="block_size"):
+        mp.patch_model(model)
