@@ -169,6 +169,9 @@ def run_cases(cases: list[Case], device: torch.device) -> list[dict]:
                 if row.get("copy_tbps"):  # a ceiling measured in the same run (memory-bound families)
                     row["frac_of_copy"] = row["tbps_ours"] / row["copy_tbps"]
         rows.append(row)
+        # One line per finished row on stderr, so a run cut short still shows what it measured.
+        print(f"[row] {row['family']} | {row['op']} | {row['shape']} | {row['dtype']} | ours {row['ours']:.4g} | "
+              f"{row['anchor']} {row['anchor_time']:.4g} | ratio {row['ratio']:.3f}", file=sys.stderr, flush=True)
     return rows
 
 
