@@ -28,15 +28,18 @@ __global__ void __launch_bounds__(Cfg::kThreads) sdd_kernel(TcParams p) {
 #endif
 }
 
-/// Raises the kernel's dynamic shared-memory limit on the current device, once per device.
-template <class Kernel>
-void allow_smem(Kernel kernel, std::size_t bytes) {
+/// Raises the kernel's dynamic shared-memory limit on the current device, once per (kernel, device).
+/// The kernel is a template argument so that each kernel gets its own flag: keyed on the function
+/// pointer's type instead, every kernel of one signature shared a flag, and only the first got its
+/// limit raised (cudaErrorInvalidValue at launch for the >48 KB tiles on the H200).
+template <auto kKernel>
+void allow_smem(std::size_t bytes) {
   static std::atomic<std::uint64_t> done_mask{0};  // bit d: done on device d (d < 64)
   int device = 0;
   SK_CUDA_TRY(cudaGetDevice(&device));
   const std::uint64_t bit = device < 64 ? (std::uint64_t(1) << device) : 0;
   if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return;
-  SK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  SK_CUDA_TRY(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   done_mask.fetch_or(bit, std::memory_order_acq_rel);
 }
 
@@ -44,8 +47,8 @@ template <bool kTf32, int kTile, bool kBKMajor>
 void dds_launch(const TcParams& params, int n_block_cols, void* stream) {
   using Cfg = typename DdsConfig<kTf32, kTile, kBKMajor>::type;
   constexpr std::int64_t kBytes = Cfg::kOutBytes;  // A and C have the same element size
-  auto kernel = dds_kernel<Cfg, kBKMajor>;
-  allow_smem(kernel, Cfg::kSmemBytes);
+  constexpr auto kernel = dds_kernel<Cfg, kBKMajor>;
+  allow_smem<kernel>(Cfg::kSmemBytes);
   const int n_tiles = n_block_cols * (params.block / Cfg::kBN);
   // gridDim.y is limited to 65535: very tall problems run as several launches of row panels.
   constexpr std::int64_t kMaxRowsPerLaunch = std::int64_t(65535) * Cfg::kBM;
@@ -63,8 +66,8 @@ void dds_launch(const TcParams& params, int n_block_cols, void* stream) {
 template <bool kTf32, int kTile>
 void sdd_launch(const TcParams& p, int nnz_blocks, void* stream) {
   using Cfg = typename SddConfig<kTf32, kTile>::type;
-  auto kernel = sdd_kernel<Cfg>;
-  allow_smem(kernel, Cfg::kSmemBytes);
+  constexpr auto kernel = sdd_kernel<Cfg>;
+  allow_smem<kernel>(Cfg::kSmemBytes);
   const std::int64_t per_block = std::int64_t(p.block / kTile) * (p.block / kTile);
   const std::int64_t ctas = std::int64_t(nnz_blocks) * per_block;
   if (ctas == 0) return;
