@@ -216,10 +216,14 @@ class BlockSparseMatrix:
     def _like(self, values: torch.Tensor, transposed: Optional[bool] = None) -> "BlockSparseMatrix":
         """Same pattern (tensors shared, no checks), other values."""
         out = BlockSparseMatrix.__new__(BlockSparseMatrix)
-        out.__dict__.update(self.__dict__)
+        # Attribute by attribute, not __dict__.update: torch.compile (dynamo in torch 2.11) cannot
+        # trace dict updates of a user object, and BlockSparseLinear.forward calls .t().
+        for name in _INDEX_NAMES:
+            setattr(out, name, getattr(self, name))
+        out.block_size = self.block_size
+        out._storage_shape = self._storage_shape
         out.values = values
-        if transposed is not None:
-            out.transposed = transposed
+        out.transposed = self.transposed if transposed is None else transposed
         return out
 
     def t(self) -> "BlockSparseMatrix":

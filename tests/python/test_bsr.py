@@ -560,7 +560,8 @@ def test_prune_and_regrow_keeps_optimizer_state(device):
             assert torch.count_nonzero(layer.weight[i]) == 0
             assert torch.count_nonzero(state["exp_avg"][i]) == 0
     assert new == k
-    _C.bsr_validate(nnz, 128, 128, 16, *(bsr._idx(t.cpu()) for t in layer.weight_matrix.index_sets()))
+    cpu_sets = [t.cpu() for t in layer.weight_matrix.index_sets()]  # alive through the call
+    _C.bsr_validate(nnz, 128, 128, 16, *(bsr._idx(t) for t in cpu_sets))
     # Training continues on the new pattern, forward matches the dense reference.
     layer(x).square().mean().backward()
     opt.step()
