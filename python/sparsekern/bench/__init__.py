@@ -39,6 +39,26 @@ class Case:
     host_cost: bool = False     # time per call measured on the host (launch-bound shapes)
 
 
+class Tf32:
+    """Wraps callables so each call runs with ``torch.backends.cuda.matmul.allow_tf32 = on``: rows
+    with and without TF32 share one run without leaking the setting into each other."""
+
+    def __init__(self, on: bool):
+        self.on = on
+
+    def wrap(self, fn: Callable[[], object]) -> Callable[[], object]:
+        def call():
+            prev = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = self.on
+            try:
+                return fn()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = prev
+        return call
+
+    __call__ = wrap
+
+
 def _sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from .. import BlockSparseLinear
 from ..testing import rel_error, tolerance
-from . import Case
+from . import Case, Tf32
 
 try:  # optional: MegaBlocks' Triton kernels (pip install stanford-stk), for the comparison only
     import stk  # type: ignore
@@ -35,23 +35,6 @@ except Exception:  # noqa: BLE001 - any import problem just means "not available
 
 _LABELS = {"bf16": (torch.bfloat16, False), "fp16": (torch.float16, False),
            "tf32": (torch.float32, True), "fp32": (torch.float32, False)}
-
-
-class _Tf32:
-    """Sets allow_tf32 for the duration of each call (rows of both kinds share one run)."""
-
-    def __init__(self, on: bool):
-        self.on = on
-
-    def __call__(self, fn):
-        def call():
-            prev = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = self.on
-            try:
-                return fn()
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = prev
-        return call
 
 
 class _Cell:
@@ -129,7 +112,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
     supported = {}
     for i, (m, k, n, block, density, label) in enumerate(_grid(device, quick)):
         dtype, tf32 = _LABELS[label]
-        mode = _Tf32(tf32)
+        mode = Tf32(tf32)
         cell = _Cell(m, k, n, block, density, dtype, device, seed=i)
         nnz = round(density * (k // block) * (n // block)) or 1
         d_actual = nnz / ((k // block) * (n // block))

@@ -5,7 +5,7 @@ import torch
 
 from .. import matmul, matmul_transb
 from ..testing import rel_error, tolerance
-from . import Case
+from . import Case, Tf32
 
 
 def _dtypes(device):
@@ -13,23 +13,6 @@ def _dtypes(device):
         return [("fp32", torch.float32, False)]
     return [("fp32", torch.float32, False), ("tf32", torch.float32, True),
             ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)]
-
-
-class _Tf32:
-    """Sets allow_tf32 for the duration of each call (cases of both kinds share one run)."""
-
-    def __init__(self, on: bool):
-        self.on = on
-
-    def wrap(self, fn):
-        def call():
-            prev = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = self.on
-            try:
-                return fn()
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = prev
-        return call
 
 
 def cases(device: torch.device, quick: bool) -> list[Case]:
@@ -41,7 +24,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         big = [("matmul", (512, 256), (256, 256), False),
                ("matmul_transb (QKᵀ)", (24, 128, 64), (24, 128, 64), True)]
     for label, dt, tf32 in _dtypes(device):
-        mode = _Tf32(tf32)
+        mode = Tf32(tf32)
         for op, sa, sb, transb in big:
             a = torch.randn(*sa, device=device, dtype=dt)
             b = torch.randn(*sb, device=device, dtype=dt)

@@ -17,7 +17,7 @@ from .._core import as_dlpack
 from ..kron import kron_matmul, kron_reference
 from ..kron_cli import min_bytes, shuffle_flops
 from ..testing import randn, rel_error, tolerance
-from . import Case, time_ms
+from . import Case, time_ms, Tf32
 
 FULL = [(16, [32, 32]), (32, [128, 128]), (1024, [32, 32]), (1024, [64, 64]), (1024, [128, 128]),
         (1024, [16, 16, 16]), (1024, [8, 8, 8, 8]), (256, [16, 16, 16, 16]), (4096, [64, 64]),
@@ -25,26 +25,12 @@ FULL = [(16, [32, 32]), (32, [128, 128]), (1024, [32, 32]), (1024, [64, 64]), (1
 QUICK = [(64, [8, 8, 8]), (32, [16, 16])]
 
 
-class _NoTf32:
-    """fp32 products without TF32 for the duration of each call (the issue's target setting)."""
-
-    def wrap(self, fn):
-        def call():
-            prev = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = False
-            try:
-                return fn()
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = prev
-        return call
-
-
 def _ceilings(device: torch.device) -> dict:
     """Measured fp32 (TF32 off) GEMM throughput and device-to-device copy bandwidth."""
     n = 8192
     a = torch.randn(n, n, device=device)
     b = torch.randn(n, n, device=device)
-    mm = _NoTf32().wrap(lambda: a @ b)
+    mm = Tf32(False).wrap(lambda: a @ b)
     t_mm = time_ms(mm, device)
     src = torch.empty(1 << 28, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
@@ -60,7 +46,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
     grid = QUICK if quick or device.type == "cpu" else FULL
     ceil = _ceilings(device) if device.type == "cuda" and not quick else None
     dtype = torch.float32
-    mode = _NoTf32()
+    mode = Tf32(False)
     out = []
     g = torch.Generator().manual_seed(0)
     for batch, sizes in grid:
