@@ -22,7 +22,7 @@ from .. import (inplace_layer_norm, inplace_linear, inplace_rms_norm, inplace_so
                 square_matmul, square_matmul_workspace_size)
 from ..testing import rel_error, tolerance
 from . import Case, time_ms
-from .dense import _Tf32
+from . import Tf32
 
 
 def _sync(device):
@@ -117,7 +117,7 @@ def _row_cases(device, dtype, label, shape, ln_shape, copy_tbps, gen, out):
 
 
 def _matmul_cases(device, dtype, label, tf32, shape, copy_tbps, gen, out):
-    mode = _Tf32(tf32)
+    mode = Tf32(tf32)
     rows, n = shape
     x = _randn(shape, dtype, device, gen)
     x2 = x.clone()
@@ -139,7 +139,7 @@ def _matmul_cases(device, dtype, label, tf32, shape, copy_tbps, gen, out):
 
 def _linear_case(device, dtype, label, tf32, shape, gen, out):
     """The attention output projection of BERT-base (the square linear patch_inplace runs in place)."""
-    mode = _Tf32(tf32)
+    mode = Tf32(tf32)
     n = shape[-1]
     lin = torch.nn.Linear(n, n, device=device, dtype=dtype).requires_grad_(False)
     with torch.no_grad():
