@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import FLOAT_DTYPES, as_dlpack, check_backend, check_tensor, dtype_name, stream_of
+from ._core import as_dlpack, check_backend, check_tensor, dtype_name, stream_of
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
 

@@ -4,7 +4,6 @@ references are float64 dense products with the block pattern applied."""
 from __future__ import annotations
 
 import io
-import math
 
 import pytest
 import torch

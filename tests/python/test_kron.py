@@ -14,7 +14,6 @@ import math
 import pytest
 import torch
 
-import sparsekern
 from sparsekern import KronLinear, _C, kron_matmul
 from sparsekern._core import as_dlpack
 from sparsekern.kron import kron_reference, nearest_kronecker

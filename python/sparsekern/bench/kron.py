@@ -7,7 +7,6 @@ in the same run (a large TF32-off SGEMM and a large copy), and the execution pla
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
