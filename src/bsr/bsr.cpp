@@ -136,6 +136,49 @@ void validate_pattern(const BlockSparseView& s) {
   }
 }
 
+namespace {
+
+/// The sparse operand of a dds problem, read column by column: column j of S comes from the
+/// column-wise index set; column j of Sᵀ is row j of S (row-wise set, blocks used transposed).
+detail::SparseOperand dds_sparse(const BlockSparseView& s, bool columns_of_transpose, std::int64_t k,
+                             std::int64_t n) {
+  detail::SparseOperand d;
+  d.block = s.block_size;
+  d.k_blocks = k / s.block_size;
+  d.n_blocks = n / s.block_size;
+  d.nnz_blocks = s.nnz_blocks;
+  d.values = s.values;
+  if (columns_of_transpose) {
+    d.offsets = s.block_row_offsets;
+    d.indices = s.block_col_indices;
+    d.value_index = nullptr;
+    d.transposed_blocks = true;
+  } else {
+    d.offsets = s.block_col_offsets;
+    d.indices = s.block_rows_by_col;
+    d.value_index = s.blocks_by_col;
+    d.transposed_blocks = false;
+  }
+  return d;
+}
+
+/// Runs a filled dds problem on its device.
+void run_dds(const detail::DdsProblem& q, Stream stream, const char* op) {
+  if (q.device.type == DeviceType::cpu) {
+    detail::dds_cpu(q);
+    return;
+  }
+#if SPARSEKERN_WITH_CUDA
+  detail::dds_cuda(q, stream);
+#else
+  (void)stream;
+  throw BackendUnavailable(std::string(op) + ": operands are on " + device_name(q.device) +
+                           " but sparsekern was built without CUDA (CPU-only build)");
+#endif
+}
+
+}  // namespace
+
 void dds(const DdsParams& p, Stream stream) {
   const BlockSparseView& s = p.s;
   const bool host = p.device.type == DeviceType::cpu;
@@ -157,33 +200,8 @@ void dds(const DdsParams& p, Stream stream) {
   q.a = p.a;
   q.c = p.c;
   q.bias = p.bias;
-  q.s.block = s.block_size;
-  q.s.k_blocks = k / s.block_size;
-  q.s.n_blocks = n / s.block_size;
-  q.s.nnz_blocks = s.nnz_blocks;
-  q.s.values = s.values;
-  if (p.transpose_s) {  // column j of Sᵀ = row j of S
-    q.s.offsets = s.block_row_offsets;
-    q.s.indices = s.block_col_indices;
-    q.s.value_index = nullptr;
-    q.s.transposed_blocks = true;
-  } else {
-    q.s.offsets = s.block_col_offsets;
-    q.s.indices = s.block_rows_by_col;
-    q.s.value_index = s.blocks_by_col;
-    q.s.transposed_blocks = false;
-  }
-  if (host) {
-    detail::dds_cpu(q);
-    return;
-  }
-#if SPARSEKERN_WITH_CUDA
-  detail::dds_cuda(q, stream);
-#else
-  (void)stream;
-  throw BackendUnavailable("bsr.dds: operands are on " + device_name(p.device) +
-                           " but sparsekern was built without CUDA (CPU-only build)");
-#endif
+  q.s = dds_sparse(s, p.transpose_s, k, n);
+  run_dds(q, stream, "bsr.dds");
 }
 
 void dsd(const DsdParams& p, Stream stream) {
@@ -207,33 +225,8 @@ void dsd(const DsdParams& p, Stream stream) {
   q.fp32_math = p.fp32_math;
   q.a = MatrixView{p.b.data, n, k, p.b.col_stride, p.b.row_stride, 0};
   q.c = MutableMatrixView{p.c.data, n, m, p.c.col_stride, p.c.row_stride, 0};
-  q.s.block = s.block_size;
-  q.s.k_blocks = k / s.block_size;
-  q.s.n_blocks = m / s.block_size;
-  q.s.nnz_blocks = s.nnz_blocks;
-  q.s.values = s.values;
-  if (p.transpose_s) {  // op(S)ᵀ = S: column j of S
-    q.s.offsets = s.block_col_offsets;
-    q.s.indices = s.block_rows_by_col;
-    q.s.value_index = s.blocks_by_col;
-    q.s.transposed_blocks = false;
-  } else {  // op(S)ᵀ = Sᵀ: column j of Sᵀ = row j of S
-    q.s.offsets = s.block_row_offsets;
-    q.s.indices = s.block_col_indices;
-    q.s.value_index = nullptr;
-    q.s.transposed_blocks = true;
-  }
-  if (host) {
-    detail::dds_cpu(q);
-    return;
-  }
-#if SPARSEKERN_WITH_CUDA
-  detail::dds_cuda(q, stream);
-#else
-  (void)stream;
-  throw BackendUnavailable("bsr.dsd: operands are on " + device_name(p.device) +
-                           " but sparsekern was built without CUDA (CPU-only build)");
-#endif
+  q.s = dds_sparse(s, !p.transpose_s, k, m);  // op(S)ᵀ: S when transposed, else Sᵀ
+  run_dds(q, stream, "bsr.dsd");
 }
 
 void sdd(const SddParams& p, Stream stream) {
