@@ -27,10 +27,8 @@ template <> struct Traits<double> { static constexpr sk::DType dtype = sk::DType
 template <> struct Traits<half_t> { static constexpr sk::DType dtype = sk::DType::f16; static constexpr double tol = 1e-3; };
 template <> struct Traits<bfloat16_t> { static constexpr sk::DType dtype = sk::DType::bf16; static constexpr double tol = 8e-3; };
 
-template <typename T> T to_t(double v) { return static_cast<T>(static_cast<float>(v)); }
-template <> double to_t<double>(double v) { return v; }
-template <typename T> double to_d(T v) { return static_cast<double>(static_cast<float>(v)); }
-template <> double to_d<double>(double v) { return v; }
+using sk_test::to_d;
+using sk_test::to_t;
 
 // How one operand is laid out in its buffer.
 struct Layout {

@@ -30,10 +30,8 @@ template <> struct Traits<float> { static constexpr sk::DType dtype = sk::DType:
 template <> struct Traits<half_t> { static constexpr sk::DType dtype = sk::DType::f16; static constexpr double tol = 4e-3; };
 template <> struct Traits<bfloat16_t> { static constexpr sk::DType dtype = sk::DType::bf16; static constexpr double tol = 3e-2; };
 
-template <typename T> T to_t(double v) { return static_cast<T>(static_cast<float>(v)); }
-template <> double to_t<double>(double v) { return v; }
-template <typename T> double to_d(T v) { return static_cast<double>(static_cast<float>(v)); }
-template <> double to_d<double>(double v) { return v; }
+using sk_test::to_d;
+using sk_test::to_t;
 
 struct Shape {
   long long p, q;

@@ -51,6 +51,13 @@ inline int summary(const char* name) {
   return failures() == 0 ? 0 : 1;
 }
 
+/// Element conversions for the reference computations: every storage type goes through float
+/// (half_t / bfloat16_t convert explicitly), double stays exact.
+template <typename T> T to_t(double v) { return static_cast<T>(static_cast<float>(v)); }
+template <> inline double to_t<double>(double v) { return v; }
+template <typename T> double to_d(T v) { return static_cast<double>(static_cast<float>(v)); }
+template <> inline double to_d<double>(double v) { return v; }
+
 }  // namespace sk_test
 
 #define SK_CHECK(cond, ...)                                                                  \
