@@ -119,4 +119,37 @@ if(SPARSEKERN_WITH_CUDA)
     src/bsr/tc/gen/sdd_tf32_32.cu
     src/bsr/tc/gen/sdd_tf32_64.cu
   )
+  # Hopper path (TMA + wgmma, src/bsr/sm90): sm_90a code only, so it is built as an object library
+  # for 90a-real alone (no sm_80 pass over CuTe's SM90 templates), and only when the architecture
+  # list names 90a; SPARSEKERN_BSR_SM90A tells the dispatcher whether it exists.
+  if(CMAKE_CUDA_ARCHITECTURES MATCHES "90a")
+    add_library(sparsekern_bsr_sm90 OBJECT
+      src/bsr/sm90/gen/dds_f16_32_bt.cu
+      src/bsr/sm90/gen/dds_f16_32_bn.cu
+      src/bsr/sm90/gen/dds_f16_64_bt.cu
+      src/bsr/sm90/gen/dds_f16_64_bn.cu
+      src/bsr/sm90/gen/dds_f16_128_bt.cu
+      src/bsr/sm90/gen/dds_f16_128_bn.cu
+      src/bsr/sm90/gen/dds_bf16_32_bt.cu
+      src/bsr/sm90/gen/dds_bf16_32_bn.cu
+      src/bsr/sm90/gen/dds_bf16_64_bt.cu
+      src/bsr/sm90/gen/dds_bf16_64_bn.cu
+      src/bsr/sm90/gen/dds_bf16_128_bt.cu
+      src/bsr/sm90/gen/dds_bf16_128_bn.cu
+      src/bsr/sm90/gen/sdd_f16_64.cu
+      src/bsr/sm90/gen/sdd_f16_128.cu
+      src/bsr/sm90/gen/sdd_bf16_64.cu
+      src/bsr/sm90/gen/sdd_bf16_128.cu)
+    set_target_properties(sparsekern_bsr_sm90 PROPERTIES
+      CUDA_ARCHITECTURES "90a-real" POSITION_INDEPENDENT_CODE ON CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+    target_include_directories(sparsekern_bsr_sm90 PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    target_link_libraries(sparsekern_bsr_sm90 PRIVATE CUDA::cudart_static sparsekern_cublas sparsekern_cusparse
+                                                      sparsekern_cutlass)
+    target_compile_options(sparsekern_bsr_sm90 PRIVATE
+      --expt-relaxed-constexpr -Xcudafe --diag_suppress=esa_on_defaulted_function_ignored)
+    target_sources(sparsekern PRIVATE $<TARGET_OBJECTS:sparsekern_bsr_sm90>)
+    set_property(SOURCE src/bsr/bsr_cuda.cu APPEND PROPERTY COMPILE_DEFINITIONS SPARSEKERN_BSR_SM90A=1)
+  else()
+    set_property(SOURCE src/bsr/bsr_cuda.cu APPEND PROPERTY COMPILE_DEFINITIONS SPARSEKERN_BSR_SM90A=0)
+  endif()
 endif()

@@ -3,7 +3,8 @@
 #   run(command="bash tools/device_check.sh", carry=[".whl"])
 # .whl/ holds the nvidia-cutlass wheel (that machine has no network). Results go to $OUT:
 # build.log, pytest.log, junit.xml, sanitizer.log, check.log, bench JSON, sass.txt.
-# STAGES selects what runs (default: all); PYTEST_K, SANITIZE_K (pytest -k expressions) and
+# STAGES selects what runs (default: all); CUDA_FLAGS adds nvcc flags (e.g.
+# -DSPARSEKERN_SM90_WATCHDOG: the Hopper kernels trap with a message instead of hanging); PYTEST_K, SANITIZE_K (pytest -k expressions) and
 # BENCH_FAMILIES narrow the slow stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,10 +32,12 @@ if has build; then
   $PY -m pip install --no-build-isolation --no-deps -v . \
       -Ccmake.define.SPARSEKERN_CUTLASS_DIR=$CUTLASS_DIR \
       -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="$ARCHS" \
-      -Ccmake.define.SPARSEKERN_CUDA=ON > "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
+      -Ccmake.define.SPARSEKERN_CUDA=ON ${CUDA_FLAGS:+-Ccmake.define.CMAKE_CUDA_FLAGS="$CUDA_FLAGS"} \
+      > "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
   echo "build ok in $(( $(date +%s) - t0 )) s ($ARCHS)"
   grep -E "sparsekern:" "$OUT/build.log" | head
-  lib=$($PY -c "import sparsekern, os; print(os.path.join(os.path.dirname(sparsekern.__file__), 'libsparsekern.so'))")
+  # libsparsekern is linked statically into the extension module in a wheel build: dump that.
+  lib=$($PY -c "import sparsekern._C as c; print(c.__file__)")
   # Which matrix instructions did the kernels compile to? (HMMA on sm_80, HGMMA for wgmma on sm_90a)
   cuobjdump --dump-sass "$lib" 2>/dev/null | awk '/Function :/ {fn=$3} /HGMMA|HMMA|QGMMA|IMMA/ {split($2,a,"."); c[fn" "a[1]]++} END {for (k in c) print c[k], k}' \
       | sort -k2 > "$OUT/sass.txt"

@@ -8,8 +8,12 @@
 #include <climits>
 #include <cstdint>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "../common/cuda_check.h"
 #include "bsr_internal.h"
+#include "sm90/dds_sm90.h"
 #include "tc/launch.h"
 
 namespace sparsekern::bsr::detail {
@@ -187,6 +191,31 @@ int compute_capability_major(int device) {
   return major;
 }
 
+struct DeviceInfo {
+  int major = 0, minor = 0, sms = 0;
+};
+
+/// Compute capability and multiprocessor count of `device`, cached (every writer stores the same).
+DeviceInfo device_info(int device) {
+  static DeviceInfo cached[64];
+  if (device >= 0 && device < 64 && cached[device].sms != 0) return cached[device];
+  DeviceInfo d;
+  SK_CUDA_TRY(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device));
+  SK_CUDA_TRY(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device));
+  SK_CUDA_TRY(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device));
+  if (device >= 0 && device < 64) cached[device] = d;
+  return d;
+}
+
+/// SPARSEKERN_BSR_SM90=0 keeps Hopper GPUs on the SM80 (mma.sync) kernels: for comparisons.
+bool sm90_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SM90");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
 
 /// The dtype can use tensor cores on this device: fp16/bf16 always, fp32 only with TF32 allowed.
@@ -213,6 +242,27 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
   }
 }
 
+#if SPARSEKERN_BSR_SM90A
+template <sm90::Elem kE>
+void dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
+  switch (b) {
+    case 32: bt ? sm90::dds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 32, false>(t, nb, sms, stream); return;
+    case 64: bt ? sm90::dds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 64, false>(t, nb, sms, stream); return;
+    default: bt ? sm90::dds_launch<kE, 128, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 128, false>(t, nb, sms, stream); return;
+  }
+}
+#endif
+
+void dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, bool bf16, int sms, void* stream) {
+#if SPARSEKERN_BSR_SM90A
+  if (bf16) dds_sm90_block<sm90::Elem::bf16>(t, nb, b, bt, sms, stream);
+  else dds_sm90_block<sm90::Elem::f16>(t, nb, b, bt, sms, stream);
+#else
+  (void)t, (void)nb, (void)b, (void)bt, (void)bf16, (void)sms, (void)stream;
+  throw BackendUnavailable("bsr: this build has no sm_90a kernels");
+#endif
+}
+
 /// tile = b, except tf32 b = 128: four 64 × 64 tiles (see tc/configs.cuh).
 template <bool kTf32>
 void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, void* stream) {
@@ -228,6 +278,14 @@ void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, void* stream) {
 }
 
 }  // namespace
+
+}  // namespace sparsekern::bsr::detail
+
+namespace sparsekern::bsr::sm90 {
+bool built() { return SPARSEKERN_BSR_SM90A != 0; }
+}  // namespace sparsekern::bsr::sm90
+
+namespace sparsekern::bsr::detail {
 
 void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
   const std::int64_t m = p.a.rows, n = p.c.cols;
@@ -257,9 +315,20 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
     t.indices = p.s.indices;
     t.value_index = p.s.value_index;
     t.m = m;
+    t.a_cols = p.s.k_blocks * p.s.block;
+    t.nnz = p.s.nnz_blocks;
     t.block = int(p.s.block);
     t.bf16 = p.dtype == DType::bf16;
     const int nb = int(p.s.n_blocks), b = int(p.s.block);
+    if (p.dtype != DType::f32 && !c_col && sm90::built() && sm90_enabled() && (b == 32 || b == 64 || b == 128) &&
+        t.nnz > 0 && t.a_cols > 0 && m < (std::int64_t(1) << 31) && t.a_cols < (std::int64_t(1) << 31) &&
+        t.nnz * b < (std::int64_t(1) << 31)) {
+      const DeviceInfo dev = device_info(p.device.index);
+      if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
+        dds_sm90(t, nb, b, p.s.transposed_blocks, p.dtype == DType::bf16, dev.sms, stream);
+        return;
+      }
+    }
     if (p.dtype == DType::f32) {
       if (p.s.transposed_blocks) dds_tc_launch<true, true>(t, nb, b, stream);
       else dds_tc_launch<true, false>(t, nb, b, stream);
@@ -297,6 +366,23 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
     t.block = int(p.pattern.block_size);
     t.bf16 = p.dtype == DType::bf16;
     const int nnz = int(p.pattern.nnz_blocks), b = int(p.pattern.block_size);
+#if SPARSEKERN_BSR_SM90A
+    if (p.dtype != DType::f32 && sm90_enabled() && (b == 64 || b == 128) && k > 0 && k < (std::int64_t(1) << 31) && p.a.rows < (std::int64_t(1) << 31) &&
+        p.b.cols < (std::int64_t(1) << 31)) {
+      const DeviceInfo dev = device_info(p.device.index);
+      if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
+        const int rows = int(p.a.rows), cols = int(p.b.cols);
+        if (b == 64) {
+          if (t.bf16) sm90::sdd_launch<sm90::Elem::bf16, 64>(t, nnz, rows, cols, dev.sms, stream);
+          else sm90::sdd_launch<sm90::Elem::f16, 64>(t, nnz, rows, cols, dev.sms, stream);
+        } else {
+          if (t.bf16) sm90::sdd_launch<sm90::Elem::bf16, 128>(t, nnz, rows, cols, dev.sms, stream);
+          else sm90::sdd_launch<sm90::Elem::f16, 128>(t, nnz, rows, cols, dev.sms, stream);
+        }
+        return;
+      }
+    }
+#endif
     if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, stream);
     else sdd_tc_launch<false>(t, nnz, b, stream);
     return;

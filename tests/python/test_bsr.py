@@ -82,6 +82,37 @@ def test_dds(device, block, op_dtype, transpose):
         assert rel_error(out, x.double() @ ref_s + bias.double()) <= tol(dtype, device)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", [32, 64, 128])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_dtype_id)
+@pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
+def test_dds_many_tiles_per_cta(block, dtype, transpose):
+    """Large enough that the persistent Hopper kernel gives each CTA several tiles of both of its
+    consumers (pipeline wrap-around across tiles), with empty block columns and a ragged last row
+    panel; the SM80 kernels run it on other GPUs."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    device = torch.device("cuda")
+    rows, cols, m = 2048, 1536, 4100
+    g = torch.Generator().manual_seed(block)
+    mask = torch.rand(rows // block, cols // block, generator=g) < 0.3
+    mask[:, ::5] = False    # empty block columns of S (empty output columns of S-products)
+    mask[::7, :] = False    # and empty block rows (empty output columns of Sᵀ-products)
+    s = make_matrix(rows, cols, block, None, dtype, device, mask=mask)
+    op = s.t() if transpose else s
+    k, n = op.shape
+    x = randn(m, k, dtype=dtype, device=device)
+    bias = randn(n, dtype=dtype, device=device)
+    out = bsr.dds(x, op, bias)
+    ref = x.double() @ dense64(op) + bias.double()
+    assert torch.isfinite(out).all()
+    assert rel_error(out, ref) <= tol(dtype, device)
+    # Zero-density columns hold exactly the bias.
+    empty = dense64(op).abs().sum(0) == 0
+    assert empty.any()
+    assert torch.equal(out[:, empty], bias[empty].expand(m, -1))
+
+
 @pytest.mark.parametrize("block", BLOCKS)
 @pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
 @pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])

@@ -39,6 +39,8 @@ struct TcParams {
   void* out_values = nullptr;
 
   std::int64_t m = 0;  ///< dds: rows of A and C
+  std::int64_t a_cols = 0;  ///< dds: columns of A (k); read by the sm_90 path's TMA descriptor
+  std::int64_t nnz = 0;     ///< dds: stored blocks in `values`; read by the sm_90 path
   int k = 0;           ///< sdd: inner dimension
   int block = 0;       ///< b
   bool bf16 = false;   ///< 16-bit kernels: the data is bf16 (else fp16)

@@ -1,0 +1,116 @@
+#pragma once
+// Pieces shared by the sm_90a block-sparse kernels (dds_sm90.cuh, sdd_sm90.cuh).
+#include <cuda_runtime_api.h>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_types.h>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "../../common/check.h"
+#include "../../common/cuda_check.h"
+#include "dds_sm90.h"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SPARSEKERN_SM90A_DEVICE 1
+#endif
+
+namespace sparsekern::bsr::sm90 {
+
+using namespace cute;
+
+template <Elem kElem> struct ElemT;
+template <> struct ElemT<Elem::f16> { using type = cutlass::half_t; };
+template <> struct ElemT<Elem::bf16> { using type = cutlass::bfloat16_t; };
+
+/// Shared-memory layout atom for an operand whose contiguous extent is `kBytes` per line:
+/// the widest GMMA swizzle that the extent fills (128-byte lines: SW128; 64: SW64).
+template <class T, bool kKMajor, int kBytes>
+auto smem_atom() {
+  if constexpr (kKMajor) {
+    if constexpr (kBytes % 128 == 0) return GMMA::Layout_K_SW128_Atom<T>{};
+    else return GMMA::Layout_K_SW64_Atom<T>{};
+  } else {
+    if constexpr (kBytes % 128 == 0) return GMMA::Layout_MN_SW128_Atom<T>{};
+    else return GMMA::Layout_MN_SW64_Atom<T>{};
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void store_pair(T* dst, float v0, float v1) {
+  if constexpr (std::is_same_v<T, cutlass::half_t>) {
+    *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v0, v1);
+  } else {
+    *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v0, v1);
+  }
+}
+
+/// The two stage rings of a ping-pong kernel: consumer warpgroup r (r = 0, 1) owns every other tile
+/// of its CTA and reads only ring r, filled by producer warp r. Separate rings (not one shared
+/// ring that each consumer skips through) because an mbarrier wait matches a phase by parity only:
+/// a consumer skipping the other's stages could wait on a barrier two phases ahead of its data,
+/// take the other tile's stage and corrupt the pipeline (this hung the first version).
+/// Ring r's stage s is physical stage r · kPerRing + s of the shared-memory operand buffers.
+template <int kPerRing>
+struct Rings {
+  cutlass::arch::ClusterTransactionBarrier full[2][kPerRing];  // TMA landed (1 arrival + bytes)
+  cutlass::arch::ClusterBarrier empty[2][kPerRing];            // consumer done (128 arrivals)
+
+  __device__ void init() {
+    if (threadIdx.x == 0) {
+      for (int r = 0; r < 2; ++r) {
+        for (int s = 0; s < kPerRing; ++s) {
+          full[r][s].init(1);
+          empty[r][s].init(128);
+        }
+      }
+    }
+    cutlass::arch::fence_barrier_init();
+  }
+};
+
+/// Waits until phase `phase` of an mbarrier completes. Built with SPARSEKERN_SM90_WATCHDOG (a
+/// debugging aid), a wait longer than ~2³³ cycles (seconds) prints which barrier and traps instead
+/// of hanging the GPU.
+template <class Bar>
+__device__ __forceinline__ void wait_barrier(Bar& bar, std::uint32_t phase, const char* what, int stage, int tile) {
+#if defined(SPARSEKERN_SM90_WATCHDOG)
+  const long long t0 = clock64();
+  while (!bar.try_wait(phase)) {
+    if (clock64() - t0 > (1ll << 33)) {
+      printf("sparsekern sm90 watchdog: block %d thread %d stuck on %s barrier, stage %d phase %u, tile %d\n",
+             int(blockIdx.x), int(threadIdx.x), what, stage, phase, tile);
+      __trap();
+    }
+  }
+#else
+  (void)what, (void)stage, (void)tile;
+  bar.wait(phase);
+#endif
+}
+
+/// Raises the kernel's dynamic shared-memory limit once per (kernel, device).
+template <auto kKernel>
+void allow_smem(std::size_t bytes) {
+  static std::atomic<std::uint64_t> done_mask{0};
+  int device = 0;
+  SK_CUDA_TRY(cudaGetDevice(&device));
+  const std::uint64_t bit = device < 64 ? (std::uint64_t(1) << device) : 0;
+  if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return;
+  SK_CUDA_TRY(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  done_mask.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+}  // namespace sparsekern::bsr::sm90

@@ -1,0 +1,275 @@
+#pragma once
+// Block-sparse dds on Hopper: C = A · Bop (+ bias), A dense (m × k, K-major), Bop block-sparse.
+//
+// Why a separate kernel: the SM80 path (src/bsr/tc) runs mma.sync, which on an H100/H200 reaches
+// about half of what wgmma does, and its one-tile-per-CTA grid spends most of a short sparse
+// column in pipeline fill and epilogue (measured: ~75 µs of fixed cost at 8192×4096×4096, see
+// docs/PERF_NOTES.md). This kernel:
+//   - is persistent: gridDim.x ≤ #SMs CTAs walk the output tiles (tile t → row panel t / n_cols,
+//     block column t % n_cols: CTAs running at the same time share A's row panels in L2);
+//   - is warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads of the A tile at
+//     the gathered k offset of each non-zero block, and of the block itself), warpgroups 1 and 2
+//     are consumers that take alternate tiles of the CTA ("ping-pong"), so one consumer's epilogue
+//     overlaps the other's wgmma main loop and the producer's loads for the next tiles;
+//   - multiplies with wgmma (HGMMA in SASS) from 128-byte-swizzled shared memory, fp32 accumulators
+//     in registers, a multistage TMA/mbarrier pipeline (one stage ring per consumer, see Rings in common.cuh).
+// The tile of one consumer is kWgM × b (a whole block column of C), so each non-zero block is
+// b / kBK k-steps of its main loop. The index sets are read by the producer warp 32 entries at a
+// time (one coalesced load per lane, then warp shuffles), keeping global-load latency off the
+// TMA issue path.
+#include "common.cuh"
+#include "dds_sm90.h"
+
+namespace sparsekern::bsr::sm90 {
+
+using namespace cute;
+
+/// Tile configuration per block size (each choice's reason on its line).
+template <Elem kElem, int kBlock, bool kBKMajor>
+struct DdsConfig {
+  using T = typename ElemT<kElem>::type;
+  static constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+  static constexpr int kBN = kBlock;    // a consumer tile spans one whole block column of C
+  // One 128-byte line of a 16-bit block per k-step (SW128, conflict-free); blocks of 32 use 64 B.
+  static constexpr int kBK = kBlock < 64 ? kBlock : 64;
+  // Rows per consumer tile: 128 for blocks of 64 and 128 (128 × 128: 128 fp32 accumulators per
+  // thread, the most a consumer holds without spilling at 232 registers; 128 × 64 keeps 4 stages
+  // per ring in 192 KB); 256 for blocks of 32, so that each A tile feeds 32 columns of 256 rows.
+  static constexpr int kWgM = kBlock == 32 ? 256 : 128;
+  static constexpr int kStageBytes = (kWgM + kBN) * kBK * 2;
+  // Two rings (one per consumer) of as many stages as fit in ~200 KB of the 227 KB a Hopper CTA
+  // may use, at most 5 each: sparse columns are short, so the producers must run ahead across
+  // tile boundaries.
+  static constexpr int kPerRing = std::min(5, (200 * 1024) / (2 * kStageBytes));
+  static constexpr int kStages = 2 * kPerRing;
+  static constexpr int kKSteps = kBlock / kBK;  // k-steps per non-zero block
+
+  static constexpr GMMA::Major kMajorB = kBKMajor ? GMMA::Major::K : GMMA::Major::MN;
+  using MmaAtom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBN>, Int<kBK>>,
+                                                GMMA::Major::K, kMajorB>());
+  using TiledMma = decltype(make_tiled_mma(MmaAtom{}));  // one warpgroup; kWgM / 64 atoms along M
+
+  using AtomA = decltype(smem_atom<T, true, kBK * 2>());
+  using AtomB = decltype(smem_atom<T, kBKMajor, (kBKMajor ? kBK : kBN) * 2>());
+  using SmemLayoutA = decltype(tile_to_shape(AtomA{}, make_shape(Int<kWgM>{}, Int<kBK>{}, Int<kStages>{}),
+                                             Step<_1, _2, _3>{}));
+  using SmemLayoutB = decltype(tile_to_shape(
+      AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{}),
+      std::conditional_t<kBKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>{}));
+
+  struct Shared {
+    alignas(1024) T a[cosize_v<SmemLayoutA>];
+    alignas(1024) T b[cosize_v<SmemLayoutB>];
+    Rings<kPerRing> rings;
+  };
+  static constexpr std::size_t kSmemBytes = sizeof(Shared);
+};
+
+/// Kernel arguments besides the TMA descriptors.
+struct DdsArgs {
+  void* c;
+  std::int64_t ldc;
+  const void* bias;
+  const std::int32_t* offsets;
+  const std::int32_t* indices;
+  const std::int32_t* value_index;
+  std::int64_t m;
+  int m_tiles;
+  int n_cols;
+};
+
+/// The global (gmem) views the TMA descriptors are built from: shapes (rows, cols) in the
+/// (M or N, K) convention of CuTe's GEMM operands.
+template <class Cfg>
+auto dds_a_view(const void* a, int m, int k, std::int64_t lda) {
+  using T = typename Cfg::T;
+  return make_tensor(make_gmem_ptr(static_cast<const T*>(a)), make_shape(m, k), make_stride(lda, Int<1>{}));
+}
+template <class Cfg, bool kBKMajor>
+auto dds_b_view(const void* values, int nnz) {
+  using T = typename Cfg::T;
+  constexpr int b = Cfg::kBN;
+  const T* v = static_cast<const T*>(values);
+  // Stored block e is b × b row-major. Bop = Sᵀ: element (n, k) of block e at e·b² + n·b + k, a
+  // (nnz·b) × b K-major matrix. Bop = S: element (k, n) at e·b² + k·b + n, a b × (nnz·b) N-major one.
+  if constexpr (kBKMajor) return make_tensor(make_gmem_ptr(v), make_shape(nnz * b, b), make_stride(Int<b>{}, Int<1>{}));
+  else return make_tensor(make_gmem_ptr(v), make_shape(b, nnz * b), make_stride(Int<1>{}, Int<b>{}));
+}
+
+template <class Cfg, bool kBKMajor>
+using DdsTmaA = decltype(make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(nullptr, 1, 1, 8),
+                                    typename Cfg::SmemLayoutA{}(_, _, 0),
+                                    make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{})));
+template <class Cfg, bool kBKMajor>
+using DdsTmaB = decltype(make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(nullptr, 1),
+                                    typename Cfg::SmemLayoutB{}(_, _, 0),
+                                    make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{})));
+
+template <class Cfg, bool kBKMajor, class TA, class TB>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    dds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, DdsArgs p, int a_rows,
+               int a_cols, int nnz) {
+#if defined(SPARSEKERN_SM90A_DEVICE)
+  using T = typename Cfg::T;
+  using State = cutlass::PipelineState<Cfg::kPerRing>;
+  constexpr int kWgM = Cfg::kWgM, kBN = Cfg::kBN, kBK = Cfg::kBK, kKSteps = Cfg::kKSteps;
+  constexpr int kPerRing = Cfg::kPerRing;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& S = *reinterpret_cast<typename Cfg::Shared*>(smem_raw);
+  const int wg = int(threadIdx.x) / 128;
+  const int lane = int(threadIdx.x) % 32;
+  S.rings.init();
+  __syncthreads();  // barriers initialised before anyone waits on them
+
+  const int n_tiles = p.m_tiles * p.n_cols;
+  Tensor sA = make_tensor(make_smem_ptr(S.a), typename Cfg::SmemLayoutA{});  // (kWgM, kBK, stages)
+  Tensor sB = make_tensor(make_smem_ptr(S.b), typename Cfg::SmemLayoutB{});  // (kBN, kBK, stages)
+
+  if (wg == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    const int ring = int(threadIdx.x) / 32;  // producer warp r fills ring r
+    if (ring >= 2) return;
+    Tensor mA = tma_a.get_tma_tensor(make_shape(a_rows, a_cols));
+    Tensor gA = local_tile(mA, make_shape(Int<kWgM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mt,kt)
+    auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
+                                      group_modes<0, 2>(gA));
+    Tensor mB = [&] {
+      if constexpr (kBKMajor) return tma_b.get_tma_tensor(make_shape(nnz * kBN, kBN));
+      else return tma_b.get_tma_tensor(make_shape(kBN, nnz * kBN));
+    }();
+    Tensor gB = local_tile(mB, make_shape(Int<kBN>{}, Int<kBK>{}), make_coord(_, _));  // (N,K,nt,kt)
+    auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+                                      group_modes<0, 2>(gB));
+
+    State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
+    int parity = 0;
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, parity ^= 1) {
+      if (parity != ring) continue;
+      const int j = tile % p.n_cols, mt = tile / p.n_cols;
+      const int e0 = p.offsets[j], e1 = p.offsets[j + 1];
+      for (int base = e0; base < e1; base += 32) {
+        int kb = 0, vi = 0;
+        if (base + lane < e1) {
+          kb = p.indices[base + lane];
+          vi = p.value_index ? p.value_index[base + lane] : base + lane;
+        }
+        const int count = min(32, e1 - base);
+        for (int i = 0; i < count; ++i) {
+          const int kbi = __shfl_sync(0xffffffffu, kb, i);
+          const int vii = __shfl_sync(0xffffffffu, vi, i);
+          CUTE_UNROLL
+          for (int kk = 0; kk < kKSteps; ++kk) {
+            wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty", state.index(), tile);
+            if (lane == 0) {
+              auto& full = S.rings.full[ring][state.index()];
+              full.arrive_and_expect_tx(Cfg::kStageBytes);
+              auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
+              const int stage = ring * kPerRing + state.index();
+              copy(tma_a.with(bar), tAgA(_, mt, kbi * kKSteps + kk), tAsA(_, stage));
+              if constexpr (kBKMajor) copy(tma_b.with(bar), tBgB(_, vii, kk), tBsB(_, stage));
+              else copy(tma_b.with(bar), tBgB(_, 0, vii * kKSteps + kk), tBsB(_, stage));
+            }
+            __syncwarp();
+            ++state;
+          }
+        }
+      }
+    }
+    // Retire only after the consumer released every stage (no TMA write may land after exit).
+    for (int i = 0; i < kPerRing; ++i, ++state) {
+      wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty (tail)", state.index(), -1);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<232>();
+    const int ring = wg - 1;  // consumer 0 takes the CTA's even tiles, consumer 1 the odd ones
+    typename Cfg::TiledMma mma;
+    auto thr = mma.get_thread_slice(int(threadIdx.x) % 128);
+    Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // (MMA, MMA_M, MMA_K, stages)
+    Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));  // (MMA, MMA_N, MMA_K, stages)
+    Tensor acc = partition_fragment_C(mma, Shape<Int<kWgM>, Int<kBN>>{});  // (MMA, MMA_M, MMA_N)
+    Tensor tCcC = thr.partition_C(make_identity_tensor(Shape<Int<kWgM>, Int<kBN>>{}));
+    T* c = static_cast<T*>(p.c);
+    const T* bias = static_cast<const T*>(p.bias);
+
+    State state;  // stage 0, phase 0
+    int parity = 0;
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, parity ^= 1) {
+      if (parity != ring) continue;
+      const int j = tile % p.n_cols, mt = tile / p.n_cols;
+      const int nk = (p.offsets[j + 1] - p.offsets[j]) * kKSteps;
+      clear(acc);
+      mma.accumulate_ = GMMA::ScaleOut::One;
+      warpgroup_fence_operand(acc);
+      State prev = state;
+      for (int k = 0; k < nk; ++k) {
+        wait_barrier(S.rings.full[ring][state.index()], state.phase(), "full", state.index(), tile);
+        const int stage = ring * kPerRing + state.index();
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+          gemm(mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<1>();  // the previous k-step's wgmma is done: its stage can be refilled
+        if (k > 0) S.rings.empty[ring][prev.index()].arrive();
+        prev = state;
+        ++state;
+      }
+      warpgroup_wait<0>();
+      if (nk > 0) S.rings.empty[ring][prev.index()].arrive();
+      warpgroup_fence_operand(acc);
+
+      // Epilogue: fp32 accumulators (+ bias) rounded and stored straight from registers. Each
+      // thread's fragment holds column pairs (2c, 2c + 1) of a row, stored as one 4-byte vector.
+      const std::int64_t row0 = std::int64_t(mt) * kWgM;
+      const std::int64_t col0 = std::int64_t(j) * kBN;
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); i += 2) {
+        const auto rc = tCcC(i);
+        const std::int64_t row = row0 + get<0>(rc);
+        const int col = get<1>(rc);
+        if (row < p.m) {
+          float v0 = acc(i), v1 = acc(i + 1);
+          if (bias != nullptr) {
+            v0 += float(bias[col0 + col]);
+            v1 += float(bias[col0 + col + 1]);
+          }
+          store_pair(c + row * p.ldc + col0 + col, v0, v1);
+        }
+      }
+    }
+  }
+#else
+  // Built without sm_90a (e.g. a PTX-only sm_90 pass): never launched (the dispatcher checks
+  // built() and the device), and must not silently do nothing if it were.
+  __trap();
+#endif
+}
+
+template <Elem kElem, int kBlock, bool kBKMajor>
+void dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
+  using Cfg = DdsConfig<kElem, kBlock, kBKMajor>;
+  using TA = DdsTmaA<Cfg, kBKMajor>;
+  using TB = DdsTmaB<Cfg, kBKMajor>;
+  SK_EXPECTS(p.m > 0 && p.m < (std::int64_t(1) << 31) && p.a_cols > 0 && p.a_cols < (std::int64_t(1) << 31) &&
+                 p.nnz > 0 && p.nnz * kBlock < (std::int64_t(1) << 31) && !p.c_col_major,
+             "bsr (sm90 dds): unsupported problem");
+  const int m = int(p.m), k = int(p.a_cols), nnz = int(p.nnz);
+  TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
+                           make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{}));
+  TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz),
+                           typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
+  DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
+            int((p.m + Cfg::kWgM - 1) / Cfg::kWgM), n_block_cols};
+  const std::int64_t n_tiles = std::int64_t(args.m_tiles) * n_block_cols;
+  SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 dds): too many tiles");
+  constexpr auto kernel = dds_kernel<Cfg, kBKMajor, TA, TB>;
+  allow_smem<kernel>(Cfg::kSmemBytes);
+  const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, m, k,
+                                                                                     nnz);
+  SK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace sparsekern::bsr::sm90

@@ -1,0 +1,193 @@
+#pragma once
+// Block-sparse sdd on Hopper: values[p] = (A · B)[block p] for the blocks p of a pattern, A (m × k)
+// M-major and B (k × n) N-major (the layouts of dYᵀ and X in a weight gradient, read in place).
+//
+// Same structure as dds_sm90.cuh (persistent, a TMA producer warpgroup, two ping-pong wgmma
+// consumer warpgroups with one stage ring each), with a dense K loop: a consumer tile is a
+// 64-row slice of one block (64 × b), so that a pattern of few blocks still gives enough tiles to
+// fill the GPU (a 128-block at density 0.1 of a 4096² weight is 102 blocks for 132 SMs: 204
+// slices), at 43 FLOP per byte of shared-memory fill for b = 128.
+#include "common.cuh"
+
+namespace sparsekern::bsr::sm90 {
+
+template <Elem kElem, int kBlock>
+struct SddConfig {
+  using T = typename ElemT<kElem>::type;
+  static constexpr int kThreads = 384;
+  static constexpr int kTM = 64;       // rows per consumer tile: b / 64 tiles per block
+  static constexpr int kBN = kBlock;   // the whole block width
+  static constexpr int kBK = 64;       // one 128-byte line of k per stage (SW128)
+  static constexpr int kStageBytes = (kTM + kBN) * kBK * 2;
+  // Two rings (one per consumer, see Rings) in ~200 KB, at most 6 stages each: long K loops.
+  static constexpr int kPerRing = std::min(6, (200 * 1024) / (2 * kStageBytes));
+  static constexpr int kStages = 2 * kPerRing;
+  using MmaAtom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBN>, Int<kBK>>,
+                                                GMMA::Major::MN, GMMA::Major::MN>());
+  using TiledMma = decltype(make_tiled_mma(MmaAtom{}));
+  using AtomA = decltype(smem_atom<T, false, kTM * 2>());
+  using AtomB = decltype(smem_atom<T, false, kBN * 2>());
+  using SmemLayoutA = decltype(tile_to_shape(AtomA{}, make_shape(Int<kTM>{}, Int<kBK>{}, Int<kStages>{}),
+                                             Step<_2, _1, _3>{}));
+  using SmemLayoutB = decltype(tile_to_shape(AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{}),
+                                             Step<_2, _1, _3>{}));
+  struct Shared {
+    alignas(1024) T a[cosize_v<SmemLayoutA>];
+    alignas(1024) T b[cosize_v<SmemLayoutB>];
+    Rings<kPerRing> rings;
+  };
+  static constexpr std::size_t kSmemBytes = sizeof(Shared);
+};
+
+struct SddArgs {
+  void* out;
+  const std::int32_t* block_rows;
+  const std::int32_t* block_cols;
+  int n_tiles;  // nnz · (b / 64)
+  int k;
+};
+
+/// A: m × k with unit row stride (column stride lda); B viewed as n × k with unit stride along n
+/// (row stride ldb of the k × n matrix). Both in CuTe's (M or N, K) operand convention.
+template <class Cfg>
+auto sdd_a_view(const void* a, int m, int k, std::int64_t lda) {
+  return make_tensor(make_gmem_ptr(static_cast<const typename Cfg::T*>(a)), make_shape(m, k),
+                     make_stride(Int<1>{}, lda));
+}
+template <class Cfg>
+auto sdd_b_view(const void* b, int n, int k, std::int64_t ldb) {
+  return make_tensor(make_gmem_ptr(static_cast<const typename Cfg::T*>(b)), make_shape(n, k),
+                     make_stride(Int<1>{}, ldb));
+}
+template <class Cfg>
+using SddTmaA = decltype(make_tma_atom(SM90_TMA_LOAD{}, sdd_a_view<Cfg>(nullptr, 1, 1, 8),
+                                       typename Cfg::SmemLayoutA{}(_, _, 0),
+                                       make_shape(Int<Cfg::kTM>{}, Int<Cfg::kBK>{})));
+template <class Cfg>
+using SddTmaB = decltype(make_tma_atom(SM90_TMA_LOAD{}, sdd_b_view<Cfg>(nullptr, 1, 1, 8),
+                                       typename Cfg::SmemLayoutB{}(_, _, 0),
+                                       make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{})));
+
+template <class Cfg, class TA, class TB>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    sdd_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, SddArgs p, int a_rows,
+               int b_rows) {
+#if defined(SPARSEKERN_SM90A_DEVICE)
+  using T = typename Cfg::T;
+  using State = cutlass::PipelineState<Cfg::kPerRing>;
+  constexpr int kTM = Cfg::kTM, kBN = Cfg::kBN, kBK = Cfg::kBK, kPerRing = Cfg::kPerRing;
+  constexpr int kSlices = kBN / kTM;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& S = *reinterpret_cast<typename Cfg::Shared*>(smem_raw);
+  const int wg = int(threadIdx.x) / 128;
+  S.rings.init();
+  __syncthreads();
+
+  const int nk = (p.k + kBK - 1) / kBK;
+  Tensor sA = make_tensor(make_smem_ptr(S.a), typename Cfg::SmemLayoutA{});
+  Tensor sB = make_tensor(make_smem_ptr(S.b), typename Cfg::SmemLayoutB{});
+
+  if (wg == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<40>();
+    const int ring = int(threadIdx.x) / 32;
+    if (ring >= 2 || threadIdx.x % 32 != 0) return;  // one thread of producer warp r fills ring r
+    Tensor gA = local_tile(tma_a.get_tma_tensor(make_shape(a_rows, p.k)), make_shape(Int<kTM>{}, Int<kBK>{}),
+                           make_coord(_, _));
+    Tensor gB = local_tile(tma_b.get_tma_tensor(make_shape(b_rows, p.k)), make_shape(Int<kBN>{}, Int<kBK>{}),
+                           make_coord(_, _));
+    auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
+    auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB), group_modes<0, 2>(gB));
+    State state(0, 1, 0);
+    int parity = 0;
+    for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
+      if (parity != ring) continue;
+      const int blk = tile / kSlices, slice = tile % kSlices;
+      const int mt = p.block_rows[blk] * kSlices + slice, nt = p.block_cols[blk];
+      for (int k = 0; k < nk; ++k) {
+        wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty", state.index(), tile);
+        auto& full = S.rings.full[ring][state.index()];
+        full.arrive_and_expect_tx(Cfg::kStageBytes);
+        auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
+        const int stage = ring * kPerRing + state.index();
+        copy(tma_a.with(bar), tAgA(_, mt, k), tAsA(_, stage));
+        copy(tma_b.with(bar), tBgB(_, nt, k), tBsB(_, stage));
+        ++state;
+      }
+    }
+    for (int i = 0; i < kPerRing; ++i, ++state) {
+      wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty (tail)", state.index(), -1);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<232>();
+    const int ring = wg - 1;
+    typename Cfg::TiledMma mma;
+    auto thr = mma.get_thread_slice(int(threadIdx.x) % 128);
+    Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));
+    Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
+    Tensor acc = partition_fragment_C(mma, Shape<Int<kTM>, Int<kBN>>{});
+    Tensor tCcC = thr.partition_C(make_identity_tensor(Shape<Int<kTM>, Int<kBN>>{}));
+    T* out = static_cast<T*>(p.out);
+
+    State state;
+    int parity = 0;
+    for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
+      if (parity != ring) continue;
+      clear(acc);
+      mma.accumulate_ = GMMA::ScaleOut::One;
+      warpgroup_fence_operand(acc);
+      State prev = state;
+      for (int k = 0; k < nk; ++k) {
+        wait_barrier(S.rings.full[ring][state.index()], state.phase(), "full", state.index(), tile);
+        const int stage = ring * kPerRing + state.index();
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+          gemm(mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<1>();
+        if (k > 0) S.rings.empty[ring][prev.index()].arrive();
+        prev = state;
+        ++state;
+      }
+      warpgroup_wait<0>();
+      if (nk > 0) S.rings.empty[ring][prev.index()].arrive();
+      warpgroup_fence_operand(acc);
+
+      const int blk = tile / kSlices, slice = tile % kSlices;
+      T* dst = out + std::int64_t(blk) * kBN * kBN + std::int64_t(slice) * kTM * kBN;
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); i += 2) {
+        const auto rc = tCcC(i);
+        store_pair(dst + get<0>(rc) * kBN + get<1>(rc), acc(i), acc(i + 1));
+      }
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
+template <Elem kElem, int kBlock>
+void sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream) {
+  using Cfg = SddConfig<kElem, kBlock>;
+  using TA = SddTmaA<Cfg>;
+  using TB = SddTmaB<Cfg>;
+  SK_EXPECTS(p.k > 0 && nnz_blocks > 0 && a_rows > 0 && b_cols > 0, "bsr (sm90 sdd): unsupported problem");
+  TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, sdd_a_view<Cfg>(p.a, a_rows, p.k, p.lda),
+                           typename Cfg::SmemLayoutA{}(_, _, 0), make_shape(Int<Cfg::kTM>{}, Int<Cfg::kBK>{}));
+  TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, sdd_b_view<Cfg>(p.b, b_cols, p.k, p.ldb),
+                           typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
+  const std::int64_t n_tiles = std::int64_t(nnz_blocks) * (kBlock / Cfg::kTM);
+  SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 sdd): too many tiles");
+  SddArgs args{p.out_values, p.block_rows, p.block_cols, int(n_tiles), p.k};
+  constexpr auto kernel = sdd_kernel<Cfg, TA, TB>;
+  allow_smem<kernel>(Cfg::kSmemBytes);
+  const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, a_rows,
+                                                                                     b_cols);
+  SK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace sparsekern::bsr::sm90
