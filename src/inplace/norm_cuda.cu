@@ -3,8 +3,10 @@
 // row (no cancellation for rows with a large mean). Streaming kernel for rows over 16K elements:
 // per-thread Chan/Welford merges of 16-byte vectors, combined across the block, then a second read
 // of the row to write it. weight/bias come through the read-only cache. fp64: streaming only.
+// 16-bit rows of 257…4096 elements: the warp-row kernel (weight/bias staged in shared memory).
 
 #include <cmath>
+#include <cstddef>
 
 #include "rows_cuda.cuh"
 #include "inplace_internal.h"
@@ -138,6 +140,92 @@ norm_stream_kernel(T* x, RowGeom g, bool aligned, Affine<T> af, acc_t<T> eps) {
   }
 }
 
+/// Warp-row LayerNorm/RMSNorm (see "Warp rows" in rows_cuda.cuh): one warp per row, exact two-pass
+/// mean and variance over the raw words in registers. weight and bias are staged once per block in
+/// shared memory (dynamic, VPW·32 words each, present ones only), so each row reads them as 16-byte
+/// shared loads instead of through L1, where the streamed rows would evict them.
+template <typename T, bool kRms, int VPW>
+__global__ void __launch_bounds__(kWarpRowsThreads, kWarpRowsMinBlocks)
+norm_warp_kernel(T* x, RowGeom g, const T* weight, const T* bias, acc_t<T> eps) {
+  using A = acc_t<T>;
+  constexpr int V = kVec<T>, kWords = VPW * 32;
+  constexpr bool kPrefetch = prefetch_next_row(VPW);
+  extern __shared__ uint4 affine_words[];
+  uint4* w_words = affine_words;
+  uint4* b_words = affine_words + (weight ? kWords : 0);
+  for (std::int64_t i = threadIdx.x; i < g.cols; i += blockDim.x) {
+    if (weight) reinterpret_cast<T*>(w_words)[i] = weight[i];
+    if (bias) reinterpret_cast<T*>(b_words)[i] = bias[i];
+  }
+  __syncthreads();
+
+  const int lane = threadIdx.x % 32;
+  const std::int64_t nvec = g.cols / V;
+  const A inv_cols = A(1) / static_cast<A>(g.cols);
+  const std::int64_t step = std::int64_t(gridDim.x) * kWarpRowsWarps;
+  std::int64_t r = std::int64_t(blockIdx.x) * kWarpRowsWarps + threadIdx.x / 32;
+  uint4 cur[VPW];
+  if (kPrefetch && r < g.rows) load_row_words<VPW>(x + g.offset(r), nvec, lane, cur);
+  for (; r < g.rows; r += step) {
+    uint4 next[VPW];
+    if constexpr (kPrefetch) {
+      if (r + step < g.rows) load_row_words<VPW>(x + g.offset(r + step), nvec, lane, next);
+    } else {
+      load_row_words<VPW>(x + g.offset(r), nvec, lane, cur);
+    }
+    A mean = 0;
+    if constexpr (!kRms) {
+      A s = 0;  // words past the row are zeros
+#pragma unroll
+      for (int k = 0; k < VPW; ++k) {
+        if (std::int64_t(k) * 32 + lane < nvec) {
+          A f[V];
+          unpack_vec<T>(cur[k], f);
+#pragma unroll
+          for (int e = 0; e < V; ++e) s += f[e];
+        }
+      }
+      launder_words<VPW>(cur);
+      mean = warp_allreduce(s, SumOp{}) * inv_cols;
+    }
+    A ss = 0;
+#pragma unroll
+    for (int k = 0; k < VPW; ++k) {
+      if (std::int64_t(k) * 32 + lane < nvec) {
+        A f[V];
+        unpack_vec<T>(cur[k], f);
+#pragma unroll
+        for (int e = 0; e < V; ++e) ss += (f[e] - mean) * (f[e] - mean);
+      }
+    }
+    launder_words<VPW>(cur);
+    const A rstd = rsqrt_acc(warp_allreduce(ss, SumOp{}) * inv_cols + eps);
+    uint4* out = reinterpret_cast<uint4*>(x + g.offset(r));
+#pragma unroll
+    for (int k = 0; k < VPW; ++k) {
+      const int vi = k * 32 + lane;
+      if (vi < nvec) {
+        A f[V], w[V], b[V];
+        unpack_vec<T>(cur[k], f);
+        if (weight) unpack_vec<T>(w_words[vi], w);
+        if (bias) unpack_vec<T>(b_words[vi], b);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          A o = (f[e] - mean) * rstd;
+          if (weight) o *= w[e];
+          if (bias) o += b[e];
+          f[e] = o;
+        }
+        out[vi] = pack_vec<T>(f);
+      }
+    }
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int k = 0; k < VPW; ++k) cur[k] = next[k];
+    }
+  }
+}
+
 template <typename T, bool kRms>
 void launch_norm(const NormParams& p, cudaStream_t stream) {
   using A = acc_t<T>;
@@ -148,6 +236,14 @@ void launch_norm(const NormParams& p, cudaStream_t stream) {
                      aligned16(p.weight) && aligned16(p.bias)};
   const bool aligned = rows_aligned<T>(p.x);
   const A eps = static_cast<A>(p.eps);
+  if (aligned && with_warp_rows<T, 16>(g.cols, [&](auto vpw) {
+        constexpr int VPW = decltype(vpw)::value;
+        const auto kernel = norm_warp_kernel<T, kRms, VPW>;
+        const std::size_t smem = std::size_t(VPW) * 32 * 16 * ((af.weight ? 1 : 0) + (af.bias ? 1 : 0));
+        kernel<<<persistent_grid(kernel, kWarpRowsThreads, smem, g.rows, kWarpRowsWarps), kWarpRowsThreads, smem,
+                 stream>>>(x, g, af.weight, af.bias, eps);
+      }))
+    return;
   bool tiled = false;
   if constexpr (!std::is_same_v<T, double>) {
     tiled = with_row_tile(g.cols, [&](auto tpr, auto n) {

@@ -8,11 +8,15 @@
 // registers in the accumulator type (fp32; fp64 for f64): the row is read once and written once.
 // Rows longer than the largest register tile (16K elements) go to a streaming kernel that reads the
 // row twice from global memory (the second read mostly hits L2) and writes it once.
+// 16-bit rows of 257…4096 elements (multiples of 8, 16-byte aligned) take the warp-row kernels
+// instead ("Warp rows" below): one warp per row, raw 16-byte words in registers, shuffles only.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -176,6 +180,131 @@ bool with_row_tile(std::int64_t cols, Fn&& fn) {
   return false;
 }
 
+/// Blocks for `rows` rows at `rows_per_block`: one row (group) per block up to the grid limit; the
+/// kernels loop over the rest (grid-stride), uniformly across a block.
+inline unsigned grid_for(std::int64_t rows, int rows_per_block) {
+  const std::int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  return static_cast<unsigned>(blocks < (std::int64_t(1) << 30) ? blocks : (std::int64_t(1) << 30));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp rows: the 16-bit register tile for 256 < cols ≤ 4096 (cols a multiple of 8, rows 16-byte
+// aligned). One warp per row, 4 warps per block, a persistent grid-stride loop over rows. Each lane
+// keeps its VPW vectors as raw 16-byte words (4 registers per 8 elements, half the registers of the
+// fp32 copy) and converts them each time it reads them, so a 4096-element row fits in one warp:
+// every reduction is 5 shuffles, no __syncthreads, and all VPW loads are issued before the first
+// use. Short rows also load the warp's next row while reducing this one (see prefetch_next_row).
+// The block-per-row tile needed two block-wide reductions per 4096-element row and reached only
+// 50-57% of the copy bandwidth for 16-bit norms on the H200 (fp32: 92%).
+// ---------------------------------------------------------------------------------------------
+constexpr int kWarpRowsThreads = 128;
+constexpr int kWarpRowsWarps = kWarpRowsThreads / 32;
+/// Minimum resident blocks per SM asked of the compiler (__launch_bounds__): 4 caps the kernels at
+/// 128 registers, i.e. ≥ 16 rows in flight per SM (ptxas -v: 40-111 registers, no spills, for
+/// every instantiation on sm_90a). Each pass over the words tests `vi < nvec` per word: that branch
+/// keeps one word's unpacked floats local to it; without it ptxas converted a whole 4096-element
+/// row at once (160-190 registers, or spills under the cap).
+constexpr int kWarpRowsMinBlocks = 4;
+
+/// Whether the warp-row kernels handle element type T at all: the 16-bit types (fp32 rows already
+/// reach 92-100% of the copy bandwidth with the block tile; fp64 is not a speed target).
+template <typename T> constexpr bool kWarpRowsType = sizeof(T) == 2;
+
+/// Whether a lane also holds the warp's next row (`raw_vecs` = 16-byte words per lane per row,
+/// summed over the tensors read): the next row's loads then overlap this row's reductions and
+/// stores. Above 8 words the two copies need > 64 data registers and cut occupancy more than the
+/// overlap gains.
+constexpr bool prefetch_next_row(int raw_vecs) { return raw_vecs <= 8; }
+
+/// Diagnostic switch: SPARSEKERN_INPLACE_WARP_ROWS=0 in the environment sends every row back to the
+/// block tile, so one run can time both paths (tools/diag/inplace2.sh). Read once per process.
+bool warp_rows_enabled();
+
+/// Calls fn(integral_constant<VPW>) with VPW ≤ kMaxVpw 16-byte vectors per lane when the warp-row kernels
+/// take rows of `cols` elements of T (the caller checks alignment and cols % kVec<T> == 0);
+/// returns false otherwise. Rows of ≤ 256 elements stay with the sub-warp groups of
+/// with_row_tile, which fill more lanes.
+template <typename T, int kMaxVpw, typename Fn>
+bool with_warp_rows(std::int64_t cols, Fn&& fn) {
+  using std::integral_constant;
+  if constexpr (!kWarpRowsType<T>) {
+    return false;
+  } else {
+    constexpr std::int64_t W = 32 * kVec<T>;  // elements per warp-wide vector
+    if (cols <= W || cols % kVec<T> != 0 || !warp_rows_enabled()) return false;
+    if (cols <= 2 * W) return fn(integral_constant<int, 2>{}), true;
+    if (cols <= 4 * W) return fn(integral_constant<int, 4>{}), true;
+    if constexpr (kMaxVpw >= 8) {
+      if (cols <= 8 * W) return fn(integral_constant<int, 8>{}), true;
+    }
+    if constexpr (kMaxVpw >= 16) {
+      if (cols <= 16 * W) return fn(integral_constant<int, 16>{}), true;
+    }
+    return false;
+  }
+}
+
+/// Unpacks the 16-byte word `raw` into kVec<T> accumulator values.
+template <typename T>
+__device__ __forceinline__ void unpack_vec(const uint4& raw, acc_t<T>* out) {
+  Pack<T, kVec<T>> pk;
+  memcpy(&pk, &raw, 16);
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) out[k] = to_acc(pk.v[k]);
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 pack_vec(const acc_t<T>* in) {
+  Pack<T, kVec<T>> pk;
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) pk.v[k] = from_acc<T>(in[k]);
+  uint4 raw;
+  memcpy(&raw, &pk, 16);
+  return raw;
+}
+
+/// Loads lane `lane`'s VPW words of a row of `nvec` 16-byte vectors (word k is vector k·32 + lane);
+/// words past the row are zero bits (0.0 in every type).
+template <int VPW>
+__device__ __forceinline__ void load_row_words(const void* row, std::int64_t nvec, int lane, uint4* raw) {
+  const uint4* p = static_cast<const uint4*>(row);
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) {
+    const std::int64_t vi = std::int64_t(k) * 32 + lane;
+    raw[k] = vi < nvec ? p[vi] : make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+/// Tells the compiler the words may have changed (an empty asm, no instruction): the next pass must
+/// unpack them again instead of keeping 8·VPW floats of the previous pass live, which is the point
+/// of holding raw words.
+template <int VPW>
+__device__ __forceinline__ void launder_words(uint4* raw) {
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) asm volatile("" : "+r"(raw[k].x), "+r"(raw[k].y), "+r"(raw[k].z), "+r"(raw[k].w));
+}
+
+template <typename A, typename Op>
+__device__ __forceinline__ A warp_allreduce(A v, Op op) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+/// Grid of a persistent grid-stride kernel: no more blocks than fit on the device at once (each
+/// block then loops over rows instead of the hardware launching one short block per row group),
+/// and no more than the rows need.
+template <typename Kernel>
+unsigned persistent_grid(Kernel kernel, int threads, std::size_t smem_bytes, std::int64_t rows, int rows_per_block) {
+  int device = 0, sms = 0, per_sm = 0;
+  SK_CUDA_TRY(cudaGetDevice(&device));
+  SK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  SK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
+  const std::int64_t resident = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  const unsigned need = grid_for(rows, rows_per_block);
+  return static_cast<std::int64_t>(need) < resident ? need : static_cast<unsigned>(resident);
+}
+
 template <typename T> struct TypeTag { using type = T; };
 
 /// Calls fn(TypeTag<T>{}) with T the device element type of `dtype` (__half, __nv_bfloat16, float,
@@ -191,11 +320,5 @@ void cuda_dtype_switch(DType dtype, Fn&& fn) {
   throw TypeMismatch("unsupported dtype");
 }
 
-/// Blocks for `rows` rows at `rows_per_block`: one row (group) per block up to the grid limit; the
-/// kernels loop over the rest (grid-stride), uniformly across a block.
-inline unsigned grid_for(std::int64_t rows, int rows_per_block) {
-  const std::int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-  return static_cast<unsigned>(blocks < (std::int64_t(1) << 30) ? blocks : (std::int64_t(1) << 30));
-}
 
 }  // namespace sparsekern::inplace::detail

@@ -2,10 +2,12 @@
 // the kernels). Three kernels per op: a register tile (row read once, written once) for rows up to
 // 16K elements, a streaming block-per-row kernel for longer rows, and a thread-per-row kernel for
 // rows whose elements are strided (softmax over a non-innermost dim, coalesced across rows).
+// 16-bit rows of 257…4096 elements (backward: …2048) take a fourth, the warp-row kernel.
 // fp64 uses only the streaming and strided kernels: it is here for completeness, not speed, and
 // instantiating the tile table for it would double the compile time for no target.
 
 #include <cmath>
+#include <cstdlib>
 
 #include "rows_cuda.cuh"
 #include "inplace_internal.h"
@@ -118,6 +120,76 @@ __global__ void __launch_bounds__(kStridedThreads) softmax_strided_kernel(T* x, 
   }
 }
 
+/// Softmax of one row held as raw words by a warp (see "Warp rows" in rows_cuda.cuh); the
+/// exponentials are computed twice (sum, then store) rather than kept as 8·VPW more floats.
+template <typename T, int VPW>
+__device__ __forceinline__ void softmax_warp_row(uint4* raw, T* row, std::int64_t nvec, int lane) {
+  using A = acc_t<T>;
+  constexpr int V = kVec<T>;
+  A m = neg_inf<A>();
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) {
+    if (std::int64_t(k) * 32 + lane < nvec) {
+      A f[V];
+      unpack_vec<T>(raw[k], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e) m = m > f[e] ? m : f[e];
+    }
+  }
+  launder_words<VPW>(raw);
+  m = warp_allreduce(m, MaxOp{});
+  const A shift = m == neg_inf<A>() ? A(0) : m;  // fully masked row: exp(-inf) = 0, zeros not NaN
+  A s = 0;
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) {
+    if (std::int64_t(k) * 32 + lane < nvec) {
+      A f[V];
+      unpack_vec<T>(raw[k], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e) s += softmax_exp<T>(f[e] - shift);
+    }
+  }
+  launder_words<VPW>(raw);
+  s = warp_allreduce(s, SumOp{});
+  const A inv = s == A(0) ? A(0) : A(1) / s;  // 0 only for a fully masked row; NaN propagates
+  uint4* out = reinterpret_cast<uint4*>(row);
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) {
+    const std::int64_t vi = std::int64_t(k) * 32 + lane;
+    if (vi < nvec) {
+      A f[V];
+      unpack_vec<T>(raw[k], f);
+#pragma unroll
+      for (int e = 0; e < V; ++e) f[e] = softmax_exp<T>(f[e] - shift) * inv;
+      out[vi] = pack_vec<T>(f);
+    }
+  }
+}
+
+template <typename T, int VPW>
+__global__ void __launch_bounds__(kWarpRowsThreads, kWarpRowsMinBlocks) softmax_warp_kernel(T* x, RowGeom g) {
+  constexpr bool kPrefetch = prefetch_next_row(VPW);
+  const int lane = threadIdx.x % 32;
+  const std::int64_t nvec = g.cols / kVec<T>;
+  const std::int64_t step = std::int64_t(gridDim.x) * kWarpRowsWarps;
+  std::int64_t r = std::int64_t(blockIdx.x) * kWarpRowsWarps + threadIdx.x / 32;
+  uint4 cur[VPW];
+  if (kPrefetch && r < g.rows) load_row_words<VPW>(x + g.offset(r), nvec, lane, cur);
+  for (; r < g.rows; r += step) {
+    uint4 next[VPW];
+    if constexpr (kPrefetch) {
+      if (r + step < g.rows) load_row_words<VPW>(x + g.offset(r + step), nvec, lane, next);
+    } else {
+      load_row_words<VPW>(x + g.offset(r), nvec, lane, cur);
+    }
+    softmax_warp_row<T, VPW>(cur, x + g.offset(r), nvec, lane);
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int k = 0; k < VPW; ++k) cur[k] = next[k];
+    }
+  }
+}
+
 template <typename T>
 void launch_softmax(const SoftmaxParams& p, cudaStream_t stream) {
   const RowGeom g = geom_of(p.x);
@@ -127,6 +199,12 @@ void launch_softmax(const SoftmaxParams& p, cudaStream_t stream) {
     return;
   }
   const bool aligned = rows_aligned<T>(p.x);
+  if (aligned && with_warp_rows<T, 16>(g.cols, [&](auto vpw) {
+        constexpr int VPW = decltype(vpw)::value;
+        const auto kernel = softmax_warp_kernel<T, VPW>;
+        kernel<<<persistent_grid(kernel, kWarpRowsThreads, 0, g.rows, kWarpRowsWarps), kWarpRowsThreads, 0, stream>>>(x, g);
+      }))
+    return;
   bool tiled = false;
   if constexpr (!std::is_same_v<T, double>) {
     tiled = with_row_tile(g.cols, [&](auto tpr, auto n) {
@@ -217,6 +295,74 @@ softmax_backward_strided_kernel(T* grad, RowGeom gg, std::int64_t gs, const T* y
   }
 }
 
+/// g ← y·(g − Σ g·y) for one row held as raw words by a warp.
+template <typename T, int VPW>
+__device__ __forceinline__ void softmax_backward_warp_row(uint4* graw, uint4* yraw, T* grow,
+                                                          std::int64_t nvec) {
+  using A = acc_t<T>;
+  constexpr int V = kVec<T>;
+  const int lane = threadIdx.x % 32;
+  A dot = 0;
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) {
+    if (std::int64_t(k) * 32 + lane < nvec) {
+      A gf[V], yf[V];
+      unpack_vec<T>(graw[k], gf);
+      unpack_vec<T>(yraw[k], yf);
+#pragma unroll
+      for (int e = 0; e < V; ++e) dot += gf[e] * yf[e];
+    }
+  }
+  launder_words<VPW>(graw);
+  launder_words<VPW>(yraw);
+  dot = warp_allreduce(dot, SumOp{});
+  uint4* out = reinterpret_cast<uint4*>(grow);
+#pragma unroll
+  for (int k = 0; k < VPW; ++k) {
+    const std::int64_t vi = std::int64_t(k) * 32 + lane;
+    if (vi < nvec) {
+      A gf[V], yf[V];
+      unpack_vec<T>(graw[k], gf);
+      unpack_vec<T>(yraw[k], yf);
+#pragma unroll
+      for (int e = 0; e < V; ++e) gf[e] = yf[e] * (gf[e] - dot);
+      out[vi] = pack_vec<T>(gf);
+    }
+  }
+}
+
+template <typename T, int VPW>
+__global__ void __launch_bounds__(kWarpRowsThreads, kWarpRowsMinBlocks)
+softmax_backward_warp_kernel(T* grad, RowGeom gg, const T* y, RowGeom yg) {
+  constexpr bool kPrefetch = prefetch_next_row(2 * VPW);
+  const int lane = threadIdx.x % 32;
+  const std::int64_t nvec = gg.cols / kVec<T>;
+  const std::int64_t step = std::int64_t(gridDim.x) * kWarpRowsWarps;
+  std::int64_t r = std::int64_t(blockIdx.x) * kWarpRowsWarps + threadIdx.x / 32;
+  uint4 gcur[VPW], ycur[VPW];
+  if (kPrefetch && r < gg.rows) {
+    load_row_words<VPW>(grad + gg.offset(r), nvec, lane, gcur);
+    load_row_words<VPW>(y + yg.offset(r), nvec, lane, ycur);
+  }
+  for (; r < gg.rows; r += step) {
+    uint4 gnext[VPW], ynext[VPW];
+    if constexpr (kPrefetch) {
+      if (r + step < gg.rows) {
+        load_row_words<VPW>(grad + gg.offset(r + step), nvec, lane, gnext);
+        load_row_words<VPW>(y + yg.offset(r + step), nvec, lane, ynext);
+      }
+    } else {
+      load_row_words<VPW>(grad + gg.offset(r), nvec, lane, gcur);
+      load_row_words<VPW>(y + yg.offset(r), nvec, lane, ycur);
+    }
+    softmax_backward_warp_row<T, VPW>(gcur, ycur, grad + gg.offset(r), nvec);
+    if constexpr (kPrefetch) {
+#pragma unroll
+      for (int k = 0; k < VPW; ++k) gcur[k] = gnext[k], ycur[k] = ynext[k];
+    }
+  }
+}
+
 template <typename T>
 void launch_softmax_backward(const SoftmaxBackwardParams& p, cudaStream_t stream) {
   const RowGeom gg = geom_of(p.grad), yg = geom_of(p.y);
@@ -228,6 +374,14 @@ void launch_softmax_backward(const SoftmaxBackwardParams& p, cudaStream_t stream
     return;
   }
   const bool aligned = rows_aligned<T>(p.grad) && rows_aligned<T>(p.y);
+  // At most 8 words per lane per tensor: grad and y together then fit in 64 data registers.
+  if (aligned && with_warp_rows<T, 8>(gg.cols, [&](auto vpw) {
+        constexpr int VPW = decltype(vpw)::value;
+        const auto kernel = softmax_backward_warp_kernel<T, VPW>;
+        kernel<<<persistent_grid(kernel, kWarpRowsThreads, 0, gg.rows, kWarpRowsWarps), kWarpRowsThreads, 0,
+                 stream>>>(grad, gg, y, yg);
+      }))
+    return;
   bool tiled = false;
   if constexpr (!std::is_same_v<T, double>) {
     tiled = with_row_tile(gg.cols, [&](auto tpr, auto n) {
@@ -240,6 +394,14 @@ void launch_softmax_backward(const SoftmaxBackwardParams& p, cudaStream_t stream
 }
 
 }  // namespace
+
+bool warp_rows_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("SPARSEKERN_INPLACE_WARP_ROWS");
+    return v == nullptr || v[0] != '0';
+  }();
+  return enabled;
+}
 
 void softmax_cuda(const SoftmaxParams& p, Stream stream) {
   sparsekern::detail::require_cuda_device(p.device.index);

@@ -660,3 +660,91 @@ def test_square_matmul_strided_w(device):
         ref = F.linear(x.double(), lin.weight.double(), lin.bias.double())
         sparsekern.inplace_linear(x, lin)
     _assert_close(x, ref, torch.float32, device)
+
+
+# --------------------------------------------------------------------------------------------
+# 16-bit warp-row kernels (CUDA: one warp per row for 256 < cols ≤ 4096 when cols % 8 == 0 and the
+# rows are 16-byte aligned; the softmax backward up to 2048). Both sides of every switch point,
+# multiples and non-multiples of the 8-element vector, more rows than one pass of the persistent
+# grid (the next-row prefetch and the grid-stride loop), strided and misaligned views.
+# --------------------------------------------------------------------------------------------
+HALF_DTYPES = [torch.float16, torch.bfloat16]
+WARP_COLS = [255, 256, 264, 511, 512, 520, 1000, 1001, 1024, 1032, 2047, 2048, 2056, 4088, 4095, 4096, 4104]
+
+
+def _norm_refs(x64, w64, b64, eps):
+    ln = F.layer_norm(x64, (x64.shape[-1],), w64, b64, eps=eps)
+    rms = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * w64
+    return ln, rms
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("cols", WARP_COLS)
+def test_warp_row_boundaries(device, dtype, cols):
+    rows = 5
+    x = (randn(rows, cols, dtype=torch.float64) * 3).to(dtype=dtype, device=device)
+    x[1, ::7] = -math.inf  # masked entries in the softmax
+    x_sm = x.clone()
+    sparsekern.inplace_softmax(x_sm)
+    _assert_close(x_sm, _ref_softmax(x.double(), -1), dtype)
+
+    y = torch.softmax(randn(rows, cols, dtype=torch.float64), -1).to(dtype=dtype, device=device)
+    g = randn(rows, cols, dtype=dtype, device=device)
+    y64, g64 = y.double(), g.double()
+    ref = y64 * (g64 - (g64 * y64).sum(-1, keepdim=True))
+    sparsekern.inplace_softmax_backward(g, y)
+    err = (g.double() - ref).norm() / (y64 * g64).norm()
+    assert err <= 2 * _tol(dtype), f"{err:.3e}"
+
+    xn = (randn(rows, cols, dtype=torch.float64) + 3).to(dtype=dtype, device=device)
+    w, b = randn(cols, dtype=dtype, device=device), randn(cols, dtype=dtype, device=device)
+    ln_ref, rms_ref = _norm_refs(xn.double(), w.double(), b.double(), 1e-5)
+    ln, rms, plain = xn.clone(), xn.clone(), xn.clone()
+    sparsekern.inplace_layer_norm(ln, (cols,), w, b, eps=1e-5)
+    sparsekern.inplace_rms_norm(rms, (cols,), w, eps=1e-5)
+    sparsekern.inplace_layer_norm(plain, (cols,))  # no affine: no shared-memory staging
+    _assert_close(ln, ln_ref, dtype)
+    _assert_close(rms, rms_ref, dtype)
+    _assert_close(plain, F.layer_norm(xn.double(), (cols,)), dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("cols", [264, 1032, 4096])
+def test_warp_rows_many_rows(device, dtype, cols):
+    """More rows than warps resident on an H200 (132 SMs · 4 blocks · 4 warps): every warp handles
+    several rows (and, for short rows, prefetches the next one). CPU: a few rows suffice."""
+    rows = 2500 if device.type == "cuda" else 3
+    x = randn(rows, cols, dtype=dtype, device=device) * 3
+    x[-1] = -math.inf  # the last row of the grid-stride loop is fully masked: zeros
+    x64 = x.double()
+    sparsekern.inplace_softmax(x)
+    _assert_close(x, _ref_softmax(x64, -1), dtype)
+    assert torch.all(x[-1] == 0)
+
+    xn = randn(rows, cols, dtype=dtype, device=device) + 100  # large mean: two-pass variance
+    w = randn(cols, dtype=dtype, device=device)
+    ref = F.layer_norm(xn.double(), (cols,), w.double(), None)
+    sparsekern.inplace_layer_norm(xn, (cols,), w)
+    _assert_close(xn, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_warp_rows_views(device, dtype):
+    """A row stride larger than the row (warp path: stride a multiple of 8) leaves the gaps alone;
+    a view starting one element in (not 16-byte aligned) takes the block tile and is right too."""
+    base = torch.full((6, 1040), math.nan, dtype=dtype, device=device)
+    src = randn(6, 1024, dtype=dtype, device=device)
+    base[:, :1024] = src
+    v = base[:, :1024]
+    sparsekern.inplace_softmax(v)
+    _assert_close(v, _ref_softmax(src.double(), -1), dtype)
+    assert torch.isnan(base[:, 1024:]).all()
+
+    base = torch.full((6 * 1024 + 1,), math.nan, dtype=dtype, device=device)
+    v = base[1:].view(6, 1024)
+    v.copy_(src)
+    w = randn(1024, dtype=dtype, device=device)
+    sparsekern.inplace_rms_norm(v, (1024,), w, eps=1e-5)
+    ref = src.double() * torch.rsqrt(src.double().pow(2).mean(-1, keepdim=True) + 1e-5) * w.double()
+    _assert_close(v, ref, dtype)
+    assert torch.isnan(base[0])

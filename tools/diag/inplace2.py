@@ -1,0 +1,103 @@
+"""Timing of the in-place row ops at the issue-4 target shapes, for tools/diag/inplace2.sh.
+
+Prints one line per (op, shape, dtype): median ms, TB/s, fraction of the device copy bandwidth
+measured in the same process, rel error vs float64, and which CUDA path the dispatcher takes
+(SPARSEKERN_INPLACE_WARP_ROWS=0 forces the block tile; the script is run once per setting).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import sparsekern
+from sparsekern.bench import time_ms
+from sparsekern.testing import rel_error
+
+dev = torch.device("cuda")
+warp = os.environ.get("SPARSEKERN_INPLACE_WARP_ROWS", "1") != "0"
+
+
+def path(cols, dtype, op):
+    """The kernel the dispatcher picks for contiguous, 16-byte aligned rows (mirrors the C++)."""
+    fallback = "block-tile" if cols <= 16384 and dtype != torch.float64 else "stream"
+    limit = 2048 if op == "softmax_backward" else 4096
+    if dtype not in (torch.float16, torch.bfloat16) or not warp or cols <= 256 or cols % 8 or cols > limit:
+        return fallback
+    return f"warp-rows(VPW={max(2, (1 << (cols - 1).bit_length()) >> 8)})"
+
+
+def copy_tbps():
+    n = 1 << 30
+    src, dst = torch.empty(n, dtype=torch.uint8, device=dev), torch.empty(n, dtype=torch.uint8, device=dev)
+    return 2 * n / time_ms(lambda: dst.copy_(src), dev) / 1e9
+
+
+ceiling = copy_tbps()
+print(f"copy ceiling {ceiling:.3f} TB/s  warp_rows={'on' if warp else 'off'}  {torch.cuda.get_device_name()}")
+rows = []
+gen = torch.Generator(device=dev).manual_seed(0)
+
+
+def rnd(shape, dtype):
+    return torch.randn(shape, generator=gen, device=dev).to(dtype)
+
+
+def report(op, shape, dtype, fn, nbytes, err):
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn()
+    torch.cuda.synchronize()
+    extra = (torch.cuda.max_memory_allocated() - base) / 2**20
+    ms = time_ms(fn, dev)
+    tbps = nbytes / ms / 1e9
+    row = dict(op=op, shape=str(shape), dtype=str(dtype).replace("torch.", ""), ms=ms, tbps=tbps,
+               frac_of_copy=tbps / ceiling, rel_err=err, extra_mib=extra, path=path(shape[-1], dtype, op),
+               warp_rows=warp)
+    rows.append(row)
+    print(f"{op:18s} {str(shape):22s} {row['dtype']:9s} {ms:8.4f} ms {tbps:6.3f} TB/s {100 * tbps / ceiling:6.1f}% "
+          f"err {err:.2e} extra {extra:.2f} MiB  {row['path']}", flush=True)
+
+
+SM = [(32, 12, 512, 512), (256, 262144), (64, 1024, 1032)]
+NORM = [(16384, 4096), (16384, 2048), (16384, 1024), (65536, 768), (16384, 4104)]
+for dtype in (torch.float16, torch.bfloat16, torch.float32):
+    es = torch.empty((), dtype=dtype).element_size()
+    for shape in SM:
+        x = rnd(shape, dtype) * 3
+        err = rel_error(sparsekern.inplace_softmax(x.clone()), torch.softmax(x.double(), -1))
+        report("softmax", shape, dtype, lambda x=x: sparsekern.inplace_softmax(x), 2 * x.numel() * es, err)
+        del x
+    for shape in SM[:1] + [(16384, 2048), (16384, 4096)]:
+        y = torch.softmax(rnd(shape, torch.float32), -1).to(dtype)
+        g = rnd(shape, dtype)
+        y64, g64 = y.double(), g.double()
+        ref = y64 * (g64 - (g64 * y64).sum(-1, keepdim=True))
+        err = ((sparsekern.inplace_softmax_backward(g.clone(), y).double() - ref).norm() / (y64 * g64).norm()).item()
+        del y64, g64, ref
+        report("softmax_backward", shape, dtype, lambda g=g, y=y: sparsekern.inplace_softmax_backward(g, y),
+               3 * g.numel() * es, err)
+        del y, g
+    for shape in NORM:
+        n = shape[-1]
+        x = rnd(shape, dtype) + 1
+        w, b = rnd((n,), dtype), rnd((n,), dtype)
+        err = rel_error(sparsekern.inplace_layer_norm(x.clone(), (n,), w, b),
+                        F.layer_norm(x.double(), (n,), w.double(), b.double()))
+        report("layer_norm", shape, dtype, lambda x=x: sparsekern.inplace_layer_norm(x, (n,), w, b),
+               2 * x.numel() * es, err)
+        eps = torch.finfo(dtype).eps
+        err = rel_error(sparsekern.inplace_rms_norm(x.clone(), (n,), w, eps),
+                        F.rms_norm(x.double(), (n,), w.double(), eps))
+        report("rms_norm", shape, dtype, lambda x=x: sparsekern.inplace_rms_norm(x, (n,), w, eps),
+               2 * x.numel() * es, err)
+        del x
+
+out = os.environ.get("OUT", ".")
+with open(os.path.join(out, f"inplace2-warp{'on' if warp else 'off'}.json"), "w") as f:
+    json.dump({"copy_tbps": ceiling, "rows": rows}, f, indent=1)
+sys.exit(0)
