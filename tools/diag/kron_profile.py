@@ -34,7 +34,7 @@ def kernels(fn, reps=20):
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             name = e.name[:90]
-            out[name] = out.get(name, 0.0) + e.device_time / reps
+            out[name] = out.get(name, 0.0) + e.time_range.elapsed_us() / reps
             launches += 1
     return out, launches / reps
 
