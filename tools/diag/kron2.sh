@@ -11,10 +11,10 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
 $PY -c "import torch, sparsekern; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'sparsekern', sparsekern.__version__)"
 
 echo "=== CUDA kron tests ($(date +%T))"
-timeout 120 $PY -m pytest tests/python/test_kron.py -q -m cuda -x 2>&1 | tee "$OUT/pytest_kron.log" | tail -25
+timeout 80 $PY -m pytest tests/python/test_kron.py -q -m cuda -x 2>&1 | tee "$OUT/pytest_kron.log" | tail -25
 
 echo "=== bench --full --family kron ($(date +%T))"
-timeout 100 $PY -m sparsekern.cli bench --full --family kron --json "$OUT/kron.json" 2>&1 | tee "$OUT/bench_kron.log" | tail -30
+timeout 90 $PY -m sparsekern.cli bench --full --family kron --json "$OUT/kron.json" 2>&1 | tee "$OUT/bench_kron.log" | tail -30
 $PY - "$OUT/kron.json" <<'PYEOF' 2>&1 | tee "$OUT/summary.txt"
 import json, math, sys
 try:
@@ -40,5 +40,5 @@ if sp:
 PYEOF
 
 echo "=== per-kernel profile ($(date +%T))"
-timeout 90 $PY tools/diag/kron_profile.py "$OUT/kron_profile.json" 2>&1 | tee "$OUT/profile_kron.log" | tail -250
+timeout 60 $PY tools/diag/kron_profile.py "$OUT/kron_profile.json" 2>&1 | tee "$OUT/profile_kron.log" | tail -250
 echo "=== done ($(date +%T))"

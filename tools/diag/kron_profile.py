@@ -66,7 +66,7 @@ def main():
         for name, fn in fns.items():
             ks, launches = kernels(fn)
             gpu = sum(ks.values())
-            host = host_time_us(fn, dev, calls=50)
+            host = host_time_us(fn, dev, calls=20)
             med = time_ms(fn, dev) * 1e3
             bound = "HOST-bound" if host > gpu else "gpu-bound"
             print(f"{shape:22s} {name:9s} event median {med:8.1f} us | kernels {gpu:8.1f} us in "
