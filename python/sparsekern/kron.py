@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import _workspaces, as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, check_backend,
+                    check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
 
@@ -29,8 +30,36 @@ _get_tf32 = torch._C._get_cublas_allow_tf32
 # --------------------------------------------------------------------------------------------
 # Argument checks (shared by the real and the fake implementations: same errors under compile)
 # --------------------------------------------------------------------------------------------
+_FLOAT = frozenset(FLOAT_DTYPES)
+
+
 def _check_args(x, factors) -> tuple[int, int]:
-    """Validate and return (P, Q) = (∏ pᵢ, ∏ qᵢ)."""
+    """Validate and return (P, Q) = (∏ pᵢ, ∏ qᵢ).
+
+    Runs on every call: the valid case costs a few attribute reads per tensor (the small products
+    of the benchmark table are host-bound, and the detailed checks below cost ~1 µs per factor);
+    anything unusual takes the detailed path, which builds the messages.
+    """
+    if (type(factors) is list or type(factors) is tuple) and factors and isinstance(x, torch.Tensor) \
+            and x.dtype in _FLOAT and x.dim() >= 1 and (x.is_cpu or (x.is_cuda and _HAS_CUDA_BACKEND)):
+        dt, dev, cuda, cpu = x.dtype, x.get_device(), x.is_cuda, x.is_cpu
+        P = Q = 1
+        for f in factors:
+            if not (isinstance(f, torch.Tensor) and f.dtype is dt and f.dim() == 2 and f.is_cuda is cuda
+                    and f.is_cpu is cpu and f.get_device() == dev):
+                break
+            p, q = f.shape
+            if p == 0 or q == 0:
+                break
+            P *= p
+            Q *= q
+        else:
+            if x.shape[-1] == P:
+                return P, Q
+    return _check_args_detailed(x, factors)
+
+
+def _check_args_detailed(x, factors) -> tuple[int, int]:
     if isinstance(factors, torch.Tensor) or not isinstance(factors, (list, tuple)):
         raise TypeError(f"`factors` must be a list or tuple of 2-D tensors; got {type(factors).__name__}")
     if len(factors) == 0:
@@ -73,25 +102,33 @@ def _rows(t: torch.Tensor, cols: int) -> torch.Tensor:
     return t2
 
 
-def _allocator(device: torch.device):
+_allocators: dict = {}
+
+
+def _allocator(t: torch.Tensor):
     """Workspace allocator handed to the native op: (pointer, bytes, owning tensor), from torch's
-    caching allocator on the current stream (freed right after the launch, stream-ordered)."""
-    def alloc(nbytes: int):
-        buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        return buf.data_ptr(), nbytes, buf
+    caching allocator on the current stream (freed right after the launch, stream-ordered). One
+    closure per device, made once (keyed by get_device(): −1 is the CPU)."""
+    key = t.get_device()
+    alloc = _allocators.get(key)
+    if alloc is None:
+        device = t.device
+
+        def alloc(nbytes: int):
+            buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+            return buf.data_ptr(), nbytes, buf
+        _allocators[key] = alloc
     return alloc
 
 
-def _blas(t: torch.Tensor, stream: int) -> tuple[int, int]:
-    """(pointer, bytes) of the stream's cuBLAS workspace ((0, 0) on the CPU)."""
+def _native_args(t: torch.Tensor) -> tuple:
+    """(allocator, blas workspace pointer, bytes, allow TF32, stream) for the native calls."""
     if not t.is_cuda:
-        return 0, 0
-    ws = _workspaces.get((t.get_device(), stream)) or cublas_workspace(t, stream)
-    return ws[0], ws[1]
-
-
-def _allow_tf32(t: torch.Tensor) -> bool:
-    return t.dtype == torch.float32 and t.is_cuda and bool(_get_tf32())
+        return _allocator(t), 0, 0, False, 0
+    dev = t.get_device()
+    stream = _raw_stream(dev)
+    ws = _workspaces.get((dev, stream)) or cublas_workspace(t, stream)
+    return _allocator(t), ws[0], ws[1], t.dtype is torch.float32 and bool(_get_tf32()), stream
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,20 +136,20 @@ def _allow_tf32(t: torch.Tensor) -> bool:
 # --------------------------------------------------------------------------------------------
 def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> torch.Tensor:
     P, Q = _check_args(x, factors)
-    batch = x.shape[:-1]
-    x2 = _rows(x, P)
+    if x.dim() == 2 and x.is_contiguous() and x.shape[0] > 0:
+        x2 = x  # the common case, without reshape's dispatch
+    else:
+        x2 = _rows(x, P)
     out = torch.empty((x2.shape[0], Q), dtype=x.dtype, device=x.device)
     if x2.shape[0] > 0:
-        fs = [_factor_ready(f) for f in factors]
-        stream = stream_of(x)
-        _C.kron_matmul(as_dlpack(x2), [as_dlpack(f) for f in fs], as_dlpack(out), _allocator(x.device),
-                       *_blas(x, stream), _allow_tf32(x), stream)
-    return out.view(*batch, Q)
+        _C.kron_matmul(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(out),
+                       *_native_args(x))
+    return out if x.dim() == 2 else out.view(*x.shape[:-1], Q)
 
 
 def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tensor,
-              needs: Sequence[bool]) -> list[torch.Tensor]:
-    """[∂ℓ/∂x, ∂ℓ/∂F1, …]; entries not in `needs` (x first, then one per factor) are empty tensors."""
+              needs: Sequence[bool]) -> list:
+    """[∂ℓ/∂x, ∂ℓ/∂F1, …]; entries not in `needs` (x first, then one per factor) are None."""
     P, Q = _check_args(x, factors)
     x2 = _rows(x, P)
     g2 = _rows(grad, Q)
@@ -120,17 +157,11 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
     gfs = [torch.empty(f.shape, dtype=f.dtype, device=f.device) if n else None
            for f, n in zip(factors, needs[1:])]
     if gx is not None or any(g is not None for g in gfs):
-        fs = [_factor_ready(f) for f in factors]
-        stream = stream_of(x)
         _C.kron_matmul_backward(
-            as_dlpack(x2), [as_dlpack(f) for f in fs], as_dlpack(g2),
-            as_dlpack(gx) if gx is not None and gx.numel() > 0 else None,
-            [as_dlpack(g) if g is not None else None for g in gfs],
-            _allocator(x.device), *_blas(x, stream), _allow_tf32(x), stream)
-    # Unwanted gradients are fresh empty tensors (custom-op outputs must not alias each other).
-    out = [gx.view(x.shape) if gx is not None else x.new_empty(0)]
-    out += [g if g is not None else x.new_empty(0) for g in gfs]
-    return out
+            _to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(g2),
+            _to_dlpack(gx) if gx is not None and gx.numel() > 0 else None,
+            [_to_dlpack(g) if g is not None else None for g in gfs], *_native_args(x))
+    return [gx.view(x.shape) if gx is not None else None] + gfs
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,7 +181,8 @@ def _(x, factors):
 @torch.library.custom_op("sparsekern::kron_matmul_backward", mutates_args=())
 def _kron_backward_op(x: torch.Tensor, factors: list[torch.Tensor], grad: torch.Tensor,
                       needs: list[bool]) -> list[torch.Tensor]:
-    return _backward(x, factors, grad, needs)
+    # Unwanted gradients are fresh empty tensors (custom-op outputs must not alias each other).
+    return [g if g is not None else x.new_empty(0) for g in _backward(x, factors, grad, needs)]
 
 
 @_kron_backward_op.register_fake
@@ -178,20 +210,40 @@ def _autograd_backward(ctx, grad):
 _kron_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
+class _KronFunction(torch.autograd.Function):
+    """Eager autograd without the custom-op dispatch (the custom op is for tracing): its generated
+    autograd wrapper plus a second custom op for the backward cost more host time than the whole
+    backward of the small products (the H200 run measured the backward at 4-11x the forward on
+    shapes where both kernels take a few µs)."""
+
+    @staticmethod
+    def forward(ctx, x, *factors):
+        ctx.save_for_backward(x, *factors)
+        return _forward(x, factors)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, *factors = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if torch.is_grad_enabled():  # create_graph: the recorded path, as before
+            res = _kron_backward_op(x, factors, grad, list(needs))
+            return tuple(g if n else None for g, n in zip(res, needs))
+        return tuple(_backward(x, factors, grad, needs))
+
+
 _PLAIN = (torch.Tensor, nn.Parameter)
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
 
 
-def _needs_graph(x, factors) -> bool:
-    """Whether to go through the custom op (autograd, compile, fake/meta or other tensor
-    subclasses) rather than straight to the native call."""
-    if torch.compiler.is_compiling():
-        return True
-    if type(x) not in _PLAIN or x.device.type == "meta" or any(type(f) not in _PLAIN for f in factors):
-        return True
-    if not torch.is_grad_enabled():
-        return False
-    return (isinstance(x, torch.Tensor) and x.requires_grad) or any(
-        isinstance(f, torch.Tensor) and f.requires_grad for f in factors)
+def _dispatch(x, factors):
+    """The custom op when tracing (or for fake/meta tensors and other subclasses), the autograd
+    Function when a graph is needed in eager mode, else straight to the native call."""
+    if _is_compiling() or type(x) not in _PLAIN or x.is_meta or any(type(f) not in _PLAIN for f in factors):
+        return _kron_op(x, list(factors))
+    if _grad_enabled() and (x.requires_grad or any(f.requires_grad for f in factors)):
+        return _KronFunction.apply(x, *factors)
+    return _forward(x, factors)
 
 
 def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
@@ -230,9 +282,9 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
     x, factors = a, b
     if isinstance(factors, nn.ParameterList):
         factors = list(factors)
-    if isinstance(factors, (list, tuple)) and _needs_graph(x, factors):
-        return _kron_op(x, list(factors))
-    return _forward(x, factors)
+    if isinstance(factors, (list, tuple)) and factors and isinstance(x, torch.Tensor):
+        return _dispatch(x, factors)
+    return _forward(x, factors)  # raises the argument error
 
 
 def kron_reference(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -125,6 +125,14 @@ struct ReduceDesc {
   long long out_rs = 0, out_cs = 0;
 };
 
+/// Independent reductions run by one launch: the ∂ℓ/∂F of every wanted mode of a fused group (one
+/// launch instead of one per factor: on a slow host each launch costs several µs, as much as the
+/// reductions themselves for small factors).
+struct ReduceBatch {
+  int n = 0;
+  ReduceDesc d[kMaxFused];
+};
+
 /// What the planner needs to know about the device.
 struct Limits {
   std::size_t smem_budget = 0;  ///< dynamic shared memory one fused block may use
@@ -187,6 +195,10 @@ class Backend {
   virtual void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math math, Workspace blas, Device device,
                     Stream stream) = 0;
   virtual void reduce(DType dtype, const ReduceDesc& r, Device device, Stream stream) = 0;
+  /// Runs rb.d[0 … rb.n − 1]; by default one reduce() each.
+  virtual void reduce_batch(DType dtype, const ReduceBatch& rb, Device device, Stream stream) {
+    for (int i = 0; i < rb.n; ++i) reduce(dtype, rb.d[i], device, stream);
+  }
 };
 
 Backend& cpu_backend();

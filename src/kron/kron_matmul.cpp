@@ -201,10 +201,11 @@ void segment_backward(const Run& r, const Plan& plan, const Segment& seg, const 
     a.vec_g = seg.L == 1 && vec_ok(r, g, ldg, seg.s_out);
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, seg.s_in);
     if (seg.ntiles > 0) r.be->fused_backward(r.dtype, seg.rn, a, seg.grid, seg.smem, r.device, r.stream);
+    detail::ReduceBatch rb;
     for (int t = 0; t < seg.count; ++t) {
       const int k = seg.first + t;
       if (!wants(k)) continue;
-      ReduceDesc rd;
+      ReduceDesc& rd = rb.d[rb.n++];
       rd.partial = partial + static_cast<std::size_t>(a.mode[t].part_off) * as;
       rd.count = seg.ntiles > 0 ? seg.grid : 0;
       rd.stride = seg.part_stride;
@@ -213,8 +214,8 @@ void segment_backward(const Run& r, const Plan& plan, const Segment& seg, const 
       rd.out = grad_factors[k].data;
       rd.out_rs = grad_factors[k].row_stride;
       rd.out_cs = grad_factors[k].col_stride;
-      r.be->reduce(r.dtype, rd, r.device, r.stream);
     }
+    if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
     return;
   }
   const int k = seg.first;

@@ -61,11 +61,11 @@ __device__ __forceinline__ T convert(Acc v) {
 /// Block of 8 warps over 32 consecutive elements of the p×q block: lane = element, warp = every
 /// 8th partial; the 8 warp sums are added in shared memory in a fixed order (deterministic).
 template <typename T, typename Acc>
-__global__ void __launch_bounds__(256) kron_reduce_kernel(const __grid_constant__ ReduceDesc r) {
+__device__ __forceinline__ void reduce_block(const ReduceDesc& r, unsigned block) {
   __shared__ Acc sums[8][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n = r.p * r.q;
-  const int e = blockIdx.x * 32 + lane;
+  const int e = static_cast<int>(block) * 32 + lane;
   Acc sum = Acc(0);
   if (e < n) {
     const Acc* part = static_cast<const Acc*>(r.partial) + e;
@@ -83,6 +83,20 @@ __global__ void __launch_bounds__(256) kron_reduce_kernel(const __grid_constant_
     const int i = e / r.q, j = e - (e / r.q) * r.q;
     static_cast<T*>(r.out)[i * r.out_rs + j * r.out_cs] = convert<T, Acc>(total);
   }
+}
+
+template <typename T, typename Acc>
+__global__ void __launch_bounds__(256) kron_reduce_kernel(const __grid_constant__ ReduceDesc r) {
+  reduce_block<T, Acc>(r, blockIdx.x);
+}
+
+/// One reduction per blockIdx.y; blocks past a reduction's p·q elements leave at once (the whole
+/// block, before the barrier).
+template <typename T, typename Acc>
+__global__ void __launch_bounds__(256) kron_reduce_batch_kernel(const __grid_constant__ ReduceBatch rb) {
+  const ReduceDesc& r = rb.d[blockIdx.y];
+  if (static_cast<long long>(blockIdx.x) * 32 >= static_cast<long long>(r.p) * r.q) return;
+  reduce_block<T, Acc>(r, blockIdx.x);
 }
 
 class CudaBackend final : public Backend {
@@ -195,6 +209,25 @@ class CudaBackend final : public Backend {
       case DType::bf16: kron_reduce_kernel<__nv_bfloat16, float><<<blocks, 256, 0, s>>>(r); break;
       case DType::f32: kron_reduce_kernel<float, float><<<blocks, 256, 0, s>>>(r); break;
       case DType::f64: kron_reduce_kernel<double, double><<<blocks, 256, 0, s>>>(r); break;
+    }
+    SK_CUDA_CHECK_LAUNCH();
+  }
+
+  void reduce_batch(DType dtype, const ReduceBatch& rb, Device device, Stream stream) override {
+    if (rb.n <= 0) return;
+    SK_EXPECTS(rb.n <= kMaxFused, "kron: internal reduce batch of ", rb.n, " (at most ", kMaxFused, ")");
+    long long blocks_x = 0;
+    for (int i = 0; i < rb.n; ++i)
+      blocks_x = std::max<long long>(blocks_x, (static_cast<long long>(rb.d[i].p) * rb.d[i].q + 31) / 32);
+    if (blocks_x == 0) return;
+    sparsekern::detail::DeviceGuard guard(device.index);
+    auto s = static_cast<cudaStream_t>(stream);
+    const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(rb.n));
+    switch (dtype) {
+      case DType::f16: kron_reduce_batch_kernel<__half, float><<<grid, 256, 0, s>>>(rb); break;
+      case DType::bf16: kron_reduce_batch_kernel<__nv_bfloat16, float><<<grid, 256, 0, s>>>(rb); break;
+      case DType::f32: kron_reduce_batch_kernel<float, float><<<grid, 256, 0, s>>>(rb); break;
+      case DType::f64: kron_reduce_batch_kernel<double, double><<<grid, 256, 0, s>>>(rb); break;
     }
     SK_CUDA_CHECK_LAUNCH();
   }
