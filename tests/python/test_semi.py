@@ -207,8 +207,9 @@ def test_semi_cuda_every_configuration_is_correct(monkeypatch):
     sksemi._clear()
     _check_layer(layer, x, torch.bfloat16)
     report = sksemi.search_report()[-1]
-    bad = [c for c in report["candidates"] if "error" in c]
-    assert not bad, report
+    # a configuration may refuse a problem (an error status at plan time); none may compute garbage
+    wrong = [c for c in report["candidates"] if c.get("error") == "wrong result"]
+    assert not wrong, report
     assert len([c for c in report["candidates"] if c["kind"] == "lt"]) >= 2, report
 
 
