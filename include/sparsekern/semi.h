@@ -6,10 +6,11 @@
 ///
 /// cuSPARSELt is loaded at run time (dlopen of libcusparseLt.so.0, shipped by the
 /// `nvidia-cusparselt-cu13` wheel), so neither libsparsekern nor a wheel links it. The flow is:
-/// compress W once (compressed_size() + compress()), make a LinearPlan per input height m, run it;
-/// the plan's first run searches cuSPARSELt's kernel configurations (cusparseLtMatmulSearch) and
-/// keeps the fastest, later runs reuse it. CUDA only: the CPU counterpart is a dense product with
-/// the masked weight (the Python layer does that).
+/// compress W once (compressed_size() + compress()), make a LinearPlan per input height m (and
+/// output layout and kernel configuration), run it. Choosing the configuration is the caller's
+/// job: either LinearPlan::search() (cusparseLtMatmulSearch) or timing one plan per configuration
+/// id (0 .. max_algorithm_id() - 1), which is what the Python layer does. CUDA only: the CPU
+/// counterpart is a dense product with the masked weight (the Python layer does that).
 
 #include <sparsekern/types.h>
 
@@ -31,6 +32,10 @@ void load_cusparselt(const std::string& path = "");
 
 /// Version of the loaded cuSPARSELt as major·1000 + minor·100 + patch (0 when none is loaded).
 int cusparselt_version();
+
+/// Version of the cusparseLt.h this library was compiled against (same encoding; 0 without it).
+/// The opaque cuSPARSELt structs are sized by that header, so it should match the loaded library.
+int cusparselt_header_version();
 
 /// A dense row-major rows × cols weight (leading dimension cols) that is 2:4 along its rows.
 /// cuSPARSELt constraints: dtype f16 or bf16, rows and cols multiples of 16, data 16-byte aligned.
@@ -55,8 +60,11 @@ CompressedSize compressed_size(const WeightShape& w);
 void compress(const WeightShape& w, const void* dense, void* compressed, Workspace buffer, Stream stream);
 
 /// Y = X · Wᵀ + bias: X is m × k row-major (leading dimension k), W the compressed n × k weight,
-/// Y is m × n row-major (leading dimension n), bias has n entries (or is null). Accumulation in
-/// fp32. Constraints: f16/bf16, m, n, k multiples of 16, pointers 16-byte aligned.
+/// bias has n entries (or is null). Accumulation in fp32. `y` holds Y as m × n row-major (leading
+/// dimension n), or, with `y_transposed`, Yᵀ = W · Xᵀ as n × m row-major (leading dimension m):
+/// the two layouts run different cuSPARSELt kernels (cuSPARSELt's D is column-major n × m in the
+/// first case, row-major in the second), and which is faster depends on the GPU and shape.
+/// Constraints: f16/bf16, m, n, k multiples of 16, pointers 16-byte aligned.
 struct LinearParams {
   DType dtype = DType::f16;
   Device device{DeviceType::cuda, 0};
@@ -67,6 +75,14 @@ struct LinearParams {
   const void* weight = nullptr;  ///< compressed by compress() from an n × k weight of `dtype`
   const void* bias = nullptr;    ///< optional; fixed for the lifetime of a plan
   void* y = nullptr;
+  bool y_transposed = false;     ///< `y` holds Yᵀ (n × m row-major) instead of Y (m × n row-major)
+};
+
+/// How a plan picks its kernel.
+struct PlanOptions {
+  /// cuSPARSELt kernel configuration (CUSPARSELT_MATMUL_ALG_CONFIG_ID), 0 .. max_algorithm_id()-1,
+  /// or -1 for cuSPARSELt's default for the problem.
+  int algorithm = -1;
 };
 
 /// Process-wide counters, for tests and benchmarks.
@@ -78,19 +94,22 @@ struct Counters {
 };
 Counters counters();
 
-/// A cuSPARSELt matmul plan for one (dtype, m, n, k, bias pointer). Not thread-safe.
+/// A cuSPARSELt matmul plan for one (dtype, m, n, k, output layout, bias pointer, configuration).
+/// Not thread-safe.
 class LinearPlan {
  public:
-  explicit LinearPlan(const LinearParams& p);
+  explicit LinearPlan(const LinearParams& p, const PlanOptions& options = PlanOptions{});
   ~LinearPlan();
   LinearPlan(const LinearPlan&) = delete;
   LinearPlan& operator=(const LinearPlan&) = delete;
 
-  /// Device workspace run() and search() need; it may grow once, after search().
+  /// Device workspace run() needs; it may change after search().
   std::size_t workspace_size() const;
   /// Times cuSPARSELt's kernel configurations on this problem (cusparseLtMatmulSearch), keeps the
-  /// fastest, re-plans with it and writes Y. Synchronises `stream` (it times kernels); call it
-  /// once, before any CUDA-graph capture. Re-query workspace_size() afterwards.
+  /// fastest and writes Y. Synchronises `stream` (it times kernels); call it once, before any
+  /// CUDA-graph capture. The configurations it tries may need more workspace than this plan's
+  /// own: pass at least the largest workspace_size() over all configurations (one plan per id).
+  /// Re-query workspace_size() afterwards.
   void search(const LinearParams& p, Workspace workspace, Stream stream);
   /// Y = X · Wᵀ + bias with the plan's configuration; never synchronises the host.
   void run(const LinearParams& p, Workspace workspace, Stream stream);
@@ -98,6 +117,8 @@ class LinearPlan {
   bool searched() const;
   /// The kernel configuration in use (CUSPARSELT_MATMUL_ALG_CONFIG_ID).
   int algorithm_id() const;
+  /// Number of kernel configurations cuSPARSELt has for this problem (CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID).
+  int max_algorithm_id() const;
 
  private:
   struct Impl;

@@ -30,9 +30,10 @@ void check_contiguous_2d(const AnyArray& a, const char* name, std::int64_t rows,
     throw InvalidArgument("`" + std::string(name) + "` must be row-major contiguous");
 }
 
-/// Y = X · Wᵀ + bias parameters: x (m×k), y (m×n) contiguous; compressed weight as a byte buffer.
+/// Y = X · Wᵀ + bias parameters: x (m×k), y (m×n, or n×m holding Yᵀ when `y_transposed`)
+/// contiguous; compressed weight as a byte buffer.
 semi::LinearParams linear_params(const AnyArray& x, const AnyArray& compressed, std::int64_t n,
-                                 const nb::object& bias, const AnyArray& y) {
+                                 const nb::object& bias, const AnyArray& y, bool y_transposed) {
   semi::LinearParams p;
   if (x.ndim() != 2) throw InvalidArgument("`x` must be 2-D (m, in_features)");
   p.dtype = dtype_of(x, "x");
@@ -41,7 +42,11 @@ semi::LinearParams linear_params(const AnyArray& x, const AnyArray& compressed, 
   p.k = std::int64_t(x.shape(1));
   p.n = n;
   check_contiguous_2d(x, "x", p.m, p.k);
-  check_contiguous_2d(y, "y", p.m, p.n);
+  p.y_transposed = y_transposed;
+  if (y_transposed)
+    check_contiguous_2d(y, "y", p.n, p.m);
+  else
+    check_contiguous_2d(y, "y", p.m, p.n);
   if (dtype_of(y, "y") != p.dtype) throw TypeMismatch("`y` must have the dtype of `x`");
   if (device_of(y, "y") != p.device || device_of(compressed, "weight") != p.device)
     throw InvalidArgument("`x`, `weight` and `y` must be on the same device");
@@ -66,7 +71,9 @@ void register_semi(nb::module_& m) {
         "whether this build has the cuSPARSELt (2:4) backend");
   m.def("semi_load_cusparselt", &semi::load_cusparselt, nb::arg("path") = "",
         "dlopen libcusparseLt (a file path, or '' for the loader's search); raises naming the wheel to install");
-  m.def("semi_cusparselt_version", &semi::cusparselt_version);
+  m.def("semi_cusparselt_version", &semi::cusparselt_version, "version of the loaded libcusparseLt (0: none)");
+  m.def("semi_cusparselt_header_version", &semi::cusparselt_header_version,
+        "version of the cusparseLt.h sparsekern was compiled against (0: none)");
   m.def("semi_compressed_size", [](const AnyArray& w) {
           const semi::CompressedSize s = semi::compressed_size(weight_shape_of(w));
           return nb::make_tuple(s.compressed_bytes, s.buffer_bytes);
@@ -91,31 +98,37 @@ void register_semi(nb::module_& m) {
   nb::class_<semi::LinearPlan>(m, "SemiLinearPlan", "a cuSPARSELt plan for y = x·Wᵀ + bias (one m, n, k, bias)")
       .def("__init__",
            [](semi::LinearPlan* self, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
-              const nb::object& bias, const AnyArray& y) {
-             new (self) semi::LinearPlan(linear_params(x, compressed, n, bias, y));
+              const nb::object& bias, const AnyArray& y, bool y_transposed, int algorithm) {
+             semi::PlanOptions options;
+             options.algorithm = algorithm;
+             new (self) semi::LinearPlan(linear_params(x, compressed, n, bias, y, y_transposed), options);
            },
-           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"))
+           nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
+           nb::arg("y_transposed") = false, nb::arg("algorithm") = -1)
       .def_prop_ro("workspace_size", &semi::LinearPlan::workspace_size)
       .def_prop_ro("searched", &semi::LinearPlan::searched)
       .def_prop_ro("algorithm_id", &semi::LinearPlan::algorithm_id)
+      .def_prop_ro("max_algorithm_id", &semi::LinearPlan::max_algorithm_id)
       .def("search",
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
               const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
-              std::size_t workspace_bytes, std::uintptr_t stream) {
-             plan.search(linear_params(x, compressed, n, bias, y),
+              std::size_t workspace_bytes, std::uintptr_t stream, bool y_transposed) {
+             plan.search(linear_params(x, compressed, n, bias, y, y_transposed),
                        Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
-           nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0)
+           nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0,
+           nb::arg("y_transposed") = false)
       .def("run",
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
               const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
-              std::size_t workspace_bytes, std::uintptr_t stream) {
-             plan.run(linear_params(x, compressed, n, bias, y),
+              std::size_t workspace_bytes, std::uintptr_t stream, bool y_transposed) {
+             plan.run(linear_params(x, compressed, n, bias, y, y_transposed),
                        Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
-           nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0);
+           nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0,
+           nb::arg("y_transposed") = false);
 }
 
 }  // namespace sparsekern::bindings

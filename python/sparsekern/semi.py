@@ -4,12 +4,26 @@ A 2:4 weight keeps at most 2 non-zeros in every group of 4 consecutive entries a
 dim, the pattern Ampere and Hopper sparse tensor cores multiply at up to twice the dense rate. On
 CUDA (float16 / bfloat16) the forward product runs through cuSPARSELt: the masked weight is
 compressed once per weight version (an optimizer step makes a new version, so training
-recompresses after each step), and one cuSPARSELt plan per (input height, shape, bias) is made,
-searched once (``cusparseLtMatmulSearch`` keeps the fastest kernel configuration;
-``SPARSEKERN_SEMI_SEARCH=0`` skips it) and reused. The search times kernels, so warm up before
-capturing a CUDA graph.
+recompresses after each step), and the way to run each (input height, shape, bias) is chosen once
+by timing, then cached: every cuSPARSELt kernel configuration in both output layouts (Y directly,
+or Yᵀ and a transpose), plus the dense product with the masked weight, each checked against the
+dense result before it may win. The fastest is kept, so a shape where cuSPARSELt loses runs dense.
+The choice times kernels (it synchronises the stream), so warm up before capturing a CUDA graph;
+inside a capture the untimed default is used.
+
+Environment:
+- ``SPARSEKERN_SEMI_BACKEND``: ``auto`` (default: cuSPARSELt when libcusparseLt loads, else the
+  dense fallback with one warning), ``cusparselt`` (never dense; an error if the library is
+  missing), ``dense`` (the masked dense product, no cuSPARSELt). The older
+  ``SPARSEKERN_CUSPARSELT=0/1`` means ``dense``/``cusparselt``.
+- ``SPARSEKERN_SEMI_SEARCH``: ``1`` (default) the timed choice above; ``lt`` cuSPARSELt's own
+  ``cusparseLtMatmulSearch`` per layout instead of timing every configuration; ``0`` no timing:
+  cuSPARSELt's default configuration (for compute-sanitizer runs).
+- ``SPARSEKERN_SEMI_LAYOUT``: ``y`` or ``yt`` restricts the output layouts tried (default both;
+  ``yt`` when not searching).
 cuSPARSELt is loaded at run time from the ``nvidia-cusparselt-cu13`` wheel (or
-``SPARSEKERN_CUSPARSELT_PATH``); without it the CUDA path raises an error naming that package.
+``SPARSEKERN_CUSPARSELT_PATH``); with ``SPARSEKERN_SEMI_BACKEND=cusparselt`` and no library, the
+CUDA path raises an error naming that package.
 
 The backward pass is a documented dense fallback: ``dX = dY · (W∘M)`` and ``dW = (dYᵀ · X)∘M``
 through cuBLAS (the input gradient's reduction runs along the output dim, where W has no 2:4
@@ -21,6 +35,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import warnings
 import weakref
 from typing import Optional
 
@@ -36,15 +51,26 @@ __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
 _CUSPARSELT_DTYPES = (torch.float16, torch.bfloat16)
 
 
-def cusparselt_enabled() -> bool:
-    """Whether SemiStructuredLinear runs its CUDA forward through cuSPARSELt (opt-in for now).
+def _backend_choice() -> str:
+    """``auto``, ``cusparselt`` or ``dense`` from the environment (see the module docs)."""
+    value = os.environ.get("SPARSEKERN_SEMI_BACKEND", "").strip().lower()
+    if not value:
+        legacy = os.environ.get("SPARSEKERN_CUSPARSELT", "").strip()
+        return {"0": "dense", "1": "cusparselt"}.get(legacy, "auto")
+    if value not in ("auto", "cusparselt", "dense"):
+        raise ValueError(f"SPARSEKERN_SEMI_BACKEND must be auto, cusparselt or dense; got {value!r}")
+    return value
 
-    The first GPU run (H200, torch 2.11, CUDA 13.0) of the cuSPARSELt path hit an illegal-instruction
-    error inside cuSPARSELt's search, which poisons the CUDA context of the whole process. Until that
-    is understood the CUDA forward uses the dense product with the masked weight (correct, no 2:4
-    speed-up); ``SPARSEKERN_CUSPARSELT=1`` turns the cuSPARSELt path on for debugging it.
-    """
-    return os.environ.get("SPARSEKERN_CUSPARSELT", "0") == "1"
+
+def cusparselt_enabled() -> bool:
+    """Whether SemiStructuredLinear's CUDA forward goes through cuSPARSELt: by default whenever
+    CUDA is available and libcusparseLt loads (see ``SPARSEKERN_SEMI_BACKEND`` in the module docs)."""
+    choice = _backend_choice()
+    if choice == "dense":
+        return False
+    if choice == "cusparselt":
+        return True
+    return torch.cuda.is_available() and _try_load()
 _ALIGN = 16  # cuSPARSELt wants every dim a multiple of 16 for 16-bit types (and 16-byte alignment)
 
 
@@ -66,6 +92,7 @@ def prune_2to4(w: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 _load_lock = threading.Lock()
 _loaded = False
+_load_error: Optional[str] = None  # why the automatic load failed (then the dense fallback runs)
 
 
 def _candidate_paths() -> list:
@@ -85,6 +112,22 @@ def _candidate_paths() -> list:
         pass
     paths.append("")  # the dynamic loader's own search (LD_LIBRARY_PATH, RUNPATH, a copy torch loaded)
     return paths
+
+
+def _try_load() -> bool:
+    """Loads cuSPARSELt for the ``auto`` backend; on failure warns once and reports False."""
+    global _load_error
+    if _loaded:
+        return True
+    if _load_error is not None:
+        return False
+    try:
+        _ensure_cusparselt()
+        return True
+    except RuntimeError as e:
+        _load_error = str(e)
+        warnings.warn(f"sparsekern: 2:4 layers run the dense fallback on CUDA: {e}", RuntimeWarning, stacklevel=3)
+        return False
 
 
 def _ensure_cusparselt() -> None:
@@ -119,26 +162,55 @@ _stats = collections.Counter()
 _lock = threading.Lock()
 # id(weight) -> _Compressed; entries die with their weight tensor (weakref.finalize).
 _compressed: dict = {}
-# (dtype, device index, m, n, k, bias pointer, stream) -> [plan, workspace]. Plans depend on shapes
+# (dtype, device index, m, n, k, bias pointer, stream, settings) -> _Choice. Plans depend on shapes
 # only (the weight and input pointers are passed per call), so layers of one shape share them.
 _plans: dict = {}
-_MAX_PLANS = 256  # distinct (m, shape, bias) plans kept; each new input height costs one search
+_MAX_PLANS = 256  # distinct (m, shape, bias) choices kept; each new input height costs one timing
+# The same keys -> the candidates timed for that choice (kind, layout, algorithm, ms, rel_err, error).
+_reports: dict = {}
 
 
 def semi_plan_stats() -> dict:
     """Counters of the 2:4 CUDA path: cuSPARSELt ``plans_created``, ``searches``,
     ``compressions``, ``runs`` (C++), and this module's ``plan_cache_hits``,
-    ``workspace_allocations`` and ``weight_cache_misses``."""
+    ``workspace_allocations``, ``weight_cache_misses``, ``tunings`` (timed choices made) and
+    ``dense_choices`` (choices where the dense product won)."""
     out = dict(_C.semi_counters())
-    for k in ("plan_cache_hits", "workspace_allocations", "weight_cache_misses"):
+    for k in ("plan_cache_hits", "workspace_allocations", "weight_cache_misses", "tunings", "dense_choices"):
         out[k] = _stats[k]
     return out
 
 
+def search_report() -> list:
+    """What each cached choice timed: a list of dicts (shape, chosen, candidates), for diagnosis."""
+    with _lock:
+        return [dict(key=str(k), **v) for k, v in _reports.items()]
+
+
+def _search_mode() -> str:
+    """``time`` (default), ``lt`` (cusparseLtMatmulSearch) or ``off``; see the module docs."""
+    value = os.environ.get("SPARSEKERN_SEMI_SEARCH", "1").strip().lower()
+    if value in ("0", "false", "off", "no"):
+        return "off"
+    if value == "lt":
+        return "lt"
+    return "time"
+
+
 def _search_enabled() -> bool:
-    """SPARSEKERN_SEMI_SEARCH=0 keeps cuSPARSELt's default kernel instead of timing them all (for
-    runs under compute-sanitizer, where the search is slow, or to rule the search out)."""
-    return os.environ.get("SPARSEKERN_SEMI_SEARCH", "1") not in ("0", "false", "False", "")
+    return _search_mode() != "off"
+
+
+def _layouts() -> list:
+    """Output layouts to try, as y_transposed flags (Yᵀ first: torch's well-trodden layout)."""
+    value = os.environ.get("SPARSEKERN_SEMI_LAYOUT", "").strip().lower()
+    if value in ("y", "col"):
+        return [False]
+    if value in ("yt", "row"):
+        return [True]
+    if value:
+        raise ValueError(f"SPARSEKERN_SEMI_LAYOUT must be y or yt; got {value!r}")
+    return [True, False]
 
 
 def _round_up(v: int, to: int) -> int:
@@ -179,55 +251,199 @@ def _compressed_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_p
     return data
 
 
+class _Choice:
+    """How one problem runs: ``kind`` "lt" (a cuSPARSELt plan, its workspace, its output layout) or
+    "dense" (F.linear with the masked weight)."""
+    __slots__ = ("kind", "plan", "ws", "y_transposed")
+
+    def __init__(self, kind, plan=None, ws=None, y_transposed=False):
+        self.kind, self.plan, self.ws, self.y_transposed = kind, plan, ws, y_transposed
+
+
+class _Problem:
+    """One call's operands, padded for cuSPARSELt (every dim a multiple of 16, 16-byte aligned)."""
+
+    def __init__(self, x2, weight, mask, bias):
+        self.x2, self.weight, self.mask, self.bias = x2, weight, mask, bias
+        self.m, in_f = x2.shape
+        self.out_f = weight.shape[0]
+        self.m_pad, self.n_pad, self.k_pad = (_round_up(self.m, _ALIGN), _round_up(self.out_f, _ALIGN),
+                                              _round_up(in_f, _ALIGN))
+        xk = x2
+        if (self.m_pad, self.k_pad) != (self.m, in_f):
+            # zero rows/columns change no output entry
+            xk = F.pad(x2, (0, self.k_pad - in_f, 0, self.m_pad - self.m))
+        xk = xk.contiguous()
+        if xk.data_ptr() % 16:
+            xk = xk.clone()  # a fresh allocation is aligned
+        self.xk = xk
+        # The bias is fused into cuSPARSELt's epilogue when it fits the plan (no padding needed).
+        self.fused = (bias is not None and self.n_pad == self.out_f and bias.is_contiguous()
+                      and bias.data_ptr() % 16 == 0)
+        self.fb = bias if self.fused else None
+        self.stream = stream_of(x2)
+        self.comp = None  # compressed weight, filled by _linear_cuda
+
+    def y_buffer(self, y_transposed: bool) -> torch.Tensor:
+        shape = (self.n_pad, self.m_pad) if y_transposed else (self.m_pad, self.n_pad)
+        return torch.empty(shape, dtype=self.x2.dtype, device=self.x2.device)
+
+    def args(self, y, y_transposed):  # fresh capsules per call: a DLPack capsule can be consumed only once
+        return as_dlpack(self.xk), as_dlpack(self.comp), self.n_pad, _dl(self.fb), as_dlpack(y)
+
+    def make_plan(self, y_transposed: bool, algorithm: int = -1):
+        y = self.y_buffer(y_transposed)
+        plan = _C.SemiLinearPlan(*self.args(y, y_transposed), y_transposed=y_transposed, algorithm=algorithm)
+        return plan, _alloc(plan.workspace_size, self.x2.device)
+
+    def run(self, choice: _Choice) -> torch.Tensor:
+        if choice.kind == "dense":
+            return F.linear(self.x2, self.weight * self.mask, self.bias)
+        y = self.y_buffer(choice.y_transposed)
+        choice.plan.run(*self.args(y, choice.y_transposed), *_ws(choice.ws), self.stream,
+                        y_transposed=choice.y_transposed)
+        if choice.y_transposed:
+            y = y[:self.out_f, :self.m].t()
+        elif (self.m_pad, self.n_pad) != (self.m, self.out_f):
+            y = y[:self.m, :self.out_f]
+        if not y.is_contiguous():
+            y = y.contiguous()
+        if self.bias is not None and not self.fused:
+            y.add_(self.bias)  # y is ours (fresh), so in place is safe
+        return y
+
+
+def _time_ms(fn, reps: int = 5) -> float:
+    """Mean time of `reps` calls after one warm call (CUDA events on the current stream)."""
+    fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
+    """Picks how to run `pb` (see the module docs); returns (choice, report)."""
+    layouts = _layouts()
+    if mode == "off" or torch.cuda.is_current_stream_capturing():
+        # untimed: cuSPARSELt's default configuration in the first layout (Yᵀ unless restricted)
+        plan, ws = pb.make_plan(layouts[0])
+        return _Choice("lt", plan, ws, layouts[0]), dict(chosen=f"lt layout={'yt' if layouts[0] else 'y'} alg=default",
+                                                         candidates=[])
+    _stats["tunings"] += 1
+    ref = F.linear(pb.x2, pb.weight * pb.mask, pb.bias)
+    ref_norm = ref.float().norm().item()
+    tol = 1e-2  # a wrong kernel is off by O(1); fp16/bf16 rounding of a correct one is far below this
+
+    def checked(choice):
+        out = pb.run(choice)
+        err = (out.float() - ref.float()).norm().item() / max(ref_norm, 1e-30)
+        return err
+
+    candidates = []  # (ms, choice, row)
+    rows = []
+    if backend != "cusparselt":
+        dense = _Choice("dense")
+        ms = _time_ms(lambda: pb.run(dense))
+        rows.append(dict(kind="dense", ms=ms, rel_err=0.0))
+        candidates.append((ms, dense, rows[-1]))
+    for yt in layouts:
+        lname = "yt" if yt else "y"
+        try:
+            probe, probe_ws = pb.make_plan(yt)
+            max_id = probe.max_algorithm_id
+        except (RuntimeError, ValueError) as e:
+            rows.append(dict(kind="lt", layout=lname, algorithm=-1, error=str(e)))
+            continue
+        if mode == "lt":
+            # cuSPARSELt's own search tries configurations that may need more workspace than the
+            # default one: give it the largest any configuration asks for.
+            need = probe.workspace_size
+            for alg in range(max_id):
+                try:
+                    p_alg, _ = pb.make_plan(yt, alg)
+                    need = max(need, p_alg.workspace_size)
+                    del p_alg
+                except (RuntimeError, ValueError):
+                    pass
+            search_ws = _alloc(need, pb.x2.device)
+            try:
+                y = pb.y_buffer(yt)
+                probe.search(*pb.args(y, yt), *_ws(search_ws), pb.stream, y_transposed=yt)
+                if probe.workspace_size > (probe_ws.numel() if probe_ws is not None else 0):
+                    probe_ws = _alloc(probe.workspace_size, pb.x2.device)
+                plans = [(probe.algorithm_id, probe, probe_ws)]
+            except (RuntimeError, ValueError) as e:
+                rows.append(dict(kind="lt-search", layout=lname, error=str(e)))
+                plans = [(-1, probe, probe_ws)]  # still time the default configuration
+            del search_ws
+        else:
+            plans = [(-1, probe, probe_ws)]
+            for alg in range(max_id):
+                try:
+                    plan, ws = pb.make_plan(yt, alg)
+                    plans.append((alg, plan, ws))
+                except (RuntimeError, ValueError) as e:
+                    rows.append(dict(kind="lt", layout=lname, algorithm=alg, error=str(e)))
+        for alg, plan, ws in plans:
+            choice = _Choice("lt", plan, ws, yt)
+            row = dict(kind="lt", layout=lname, algorithm=alg if alg >= 0 else plan.algorithm_id,
+                       default=alg < 0)
+            try:
+                row["rel_err"] = checked(choice)
+                if not row["rel_err"] <= tol:
+                    row["error"] = "wrong result"
+                else:
+                    row["ms"] = _time_ms(lambda c=choice: pb.run(c))
+                    candidates.append((row["ms"], choice, row))
+            except (RuntimeError, ValueError) as e:
+                row["error"] = str(e)
+            rows.append(row)
+        del plans
+    if not candidates:
+        raise RuntimeError("sparsekern semi: no cuSPARSELt configuration ran correctly for "
+                           f"{pb.m}x{pb.k_pad} · ({pb.out_f}x{pb.k_pad})ᵀ {pb.x2.dtype}: {rows}")
+    ms, best, row = min(candidates, key=lambda c: c[0])
+    row["chosen"] = True
+    if best.kind == "dense":
+        _stats["dense_choices"] += 1
+        chosen = f"dense {ms:.4f} ms"
+    else:
+        chosen = f"lt layout={'yt' if best.y_transposed else 'y'} alg={row['algorithm']} {ms:.4f} ms"
+    return best, dict(chosen=chosen, candidates=rows)
+
+
 def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bias: Optional[torch.Tensor]):
-    """y = x2·(W∘M)ᵀ + bias through cuSPARSELt; x2 is (m, in_features)."""
+    """y = x2·(W∘M)ᵀ + bias through cuSPARSELt (or the dense product where it was timed faster);
+    x2 is (m, in_features)."""
     _ensure_cusparselt()
-    m, in_f = x2.shape
-    out_f = weight.shape[0]
-    if m == 0:
-        return x2.new_empty((0, out_f))
-    m_pad, n_pad, k_pad = _round_up(max(m, 1), _ALIGN), _round_up(out_f, _ALIGN), _round_up(in_f, _ALIGN)
-    comp = _compressed_weight(weight, mask, n_pad, k_pad)
-    xk = x2
-    if (m_pad, k_pad) != (m, in_f):
-        # cuSPARSELt needs every dim a multiple of 16: zero rows/columns change no output entry.
-        xk = F.pad(x2, (0, k_pad - in_f, 0, m_pad - m))
-    xk = xk.contiguous()
-    if xk.data_ptr() % 16:
-        xk = xk.clone()  # a fresh allocation is aligned
-    # The bias is fused into cuSPARSELt's epilogue when it fits the plan (no padding needed).
-    fused = bias is not None and n_pad == out_f and bias.is_contiguous() and bias.data_ptr() % 16 == 0
-    fb = bias if fused else None
-    y = torch.empty((m_pad, n_pad), dtype=x2.dtype, device=x2.device)
-    stream = stream_of(x2)
-    key = (x2.dtype, x2.device.index, m_pad, n_pad, k_pad, fb.data_ptr() if fused else 0, stream)
-
-    def args():  # fresh capsules per call: a DLPack capsule can be consumed only once
-        return as_dlpack(xk), as_dlpack(comp), n_pad, _dl(fb), as_dlpack(y)
-
+    if x2.shape[0] == 0:
+        return x2.new_empty((0, weight.shape[0]))
+    pb = _Problem(x2, weight, mask, bias)
+    backend, mode = _backend_choice(), _search_mode()
+    key = (x2.dtype, x2.device.index, pb.m_pad, pb.n_pad, pb.k_pad, pb.fb.data_ptr() if pb.fused else 0,
+           pb.stream, backend, mode, os.environ.get("SPARSEKERN_SEMI_LAYOUT", ""))
     with _lock:
-        entry = _plans.get(key)
-    if entry is None:
-        plan = _C.SemiLinearPlan(*args())
-        ws = _alloc(plan.workspace_size, x2.device)
-        if _search_enabled():
-            plan.search(*args(), *_ws(ws), stream)  # once per shape: keeps the fastest config
-            if plan.workspace_size > (ws.numel() if ws is not None else 0):
-                ws = _alloc(plan.workspace_size, x2.device)
-        entry = [plan, ws]
+        choice = _plans.get(key)
+    if choice is None or choice.kind == "lt":
+        pb.comp = _compressed_weight(weight, mask, pb.n_pad, pb.k_pad)
+    if choice is None:
+        with torch.cuda.device(x2.device):  # the timing events belong to x's device
+            choice, report = _choose(pb, backend, mode)
+        report.update(shape=f"{pb.m}x{x2.shape[1]}->{pb.out_f}", dtype=str(x2.dtype)[6:])
         with _lock:
-            _plans[key] = entry
+            _plans[key] = choice
+            _reports[key] = report
             while len(_plans) > _MAX_PLANS:
-                _plans.pop(next(iter(_plans)))
+                old = next(iter(_plans))
+                _plans.pop(old)
+                _reports.pop(old, None)
     else:
         _stats["plan_cache_hits"] += 1
-    plan, ws = entry
-    plan.run(*args(), *_ws(ws), stream)
-    if (m_pad, n_pad) != (m, out_f):
-        y = y[:m, :out_f].contiguous()
-    if bias is not None and not fused:
-        y = y + bias
-    return y
+    return pb.run(choice)
 
 
 def _dl(t):
@@ -243,6 +459,7 @@ def _clear() -> None:
     """Drop the cached plans and compressed weights (at exit, and for tests)."""
     with _lock:
         _plans.clear()
+        _reports.clear()
         _compressed.clear()
 
 
@@ -287,7 +504,7 @@ def _check_linear(x, weight, mask, bias) -> None:
 def _semi_linear_impl(x, weight, mask, bias):
     _check_linear(x, weight, mask, bias)
     if x.device.type != "cuda" or not cusparselt_enabled():
-        return F.linear(x, weight * mask, bias)
+        return F.linear(x, weight * mask, bias)  # the CPU path, and the dense fallback on CUDA
     lead = x.shape[:-1]
     y = _linear_cuda(x.reshape(-1, x.shape[-1]), weight, mask, bias)
     return y.reshape(*lead, weight.shape[0])

@@ -6,6 +6,13 @@
 // with dlsym the first time a 2:4 op runs; without the library, only the 2:4 ops fail, with an
 // error that names the package to install.
 //
+// Opaque objects: cuSPARSELt's handle, descriptors and plans are fixed-size byte arrays whose size
+// is set by the header (1024 bytes in 0.2-0.6, 512 with 16-byte alignment in 0.8 and later). We
+// compile against one header and may load another release, so every such object lives in a slot
+// with spare room after it (Slot<T>): a library that writes more than our header's size writes into
+// our slack instead of the neighbouring object. The loaded and the compiled-against versions are
+// both reported (cusparselt_version / cusparselt_header_version) for diagnosis.
+//
 // Handles: one cusparseLtHandle_t per device for the whole process (cuSPARSELt takes the stream
 // per call, so a handle carries no per-call state and is shared by all threads). They are never
 // destroyed: at process exit the CUDA runtime may already be gone.
@@ -44,6 +51,7 @@ struct Api {
   decltype(&cusparseLtMatmulAlgSelectionInit) MatmulAlgSelectionInit = nullptr;
   decltype(&cusparseLtMatmulAlgSelectionDestroy) MatmulAlgSelectionDestroy = nullptr;  // optional (newer versions)
   decltype(&cusparseLtMatmulAlgGetAttribute) MatmulAlgGetAttribute = nullptr;
+  decltype(&cusparseLtMatmulAlgSetAttribute) MatmulAlgSetAttribute = nullptr;
   decltype(&cusparseLtMatmulGetWorkspace) MatmulGetWorkspace = nullptr;
   decltype(&cusparseLtMatmulPlanInit) MatmulPlanInit = nullptr;
   decltype(&cusparseLtMatmulPlanDestroy) MatmulPlanDestroy = nullptr;
@@ -89,22 +97,32 @@ const Api& api() {
     if (sk_st_ != CUSPARSE_STATUS_SUCCESS) throw_lt(sk_st_, #call, __FILE__, __LINE__); \
   } while (0)
 
+// An opaque cuSPARSELt object with 1 KiB of slack after it (see the file comment: header and
+// library may disagree on its size; 1 KiB covers every size any release has used).
+template <typename T>
+struct Slot {
+  T value{};
+  alignas(16) unsigned char slack[1024] = {};
+  T* get() { return &value; }
+  const T* get() const { return &value; }
+};
+
 constexpr int kMaxDevices = 64;
 
 const cusparseLtHandle_t* lt_handle(int device) {
   SK_EXPECTS(device >= 0 && device < kMaxDevices, "device index ", device, " out of range");
   static std::mutex* mutex = new std::mutex();
-  static auto* handles = new std::array<cusparseLtHandle_t*, kMaxDevices>{};  // leaked, see the file comment
+  static auto* handles = new std::array<Slot<cusparseLtHandle_t>*, kMaxDevices>{};  // leaked, see the file comment
   std::lock_guard<std::mutex> lock(*mutex);
-  cusparseLtHandle_t*& h = (*handles)[device];
+  Slot<cusparseLtHandle_t>*& h = (*handles)[device];
   if (!h) {
     const Api& a = api();
-    auto fresh = std::make_unique<cusparseLtHandle_t>();
+    auto fresh = std::make_unique<Slot<cusparseLtHandle_t>>();
     sparsekern::detail::DeviceGuard guard(device);  // a cuSPARSELt handle is tied to the current device
-    SK_LT_TRY(a.Init(fresh.get()));
+    SK_LT_TRY(a.Init(fresh->get()));
     h = fresh.release();
   }
-  return h;
+  return h->get();
 }
 
 cudaDataType_t lt_type(DType t) { return t == DType::f16 ? CUDA_R_16F : CUDA_R_16BF; }
@@ -138,6 +156,7 @@ void lt_load(const std::string& path) {
     resolve(lib, "cusparseLtMatmulAlgSelectionInit", a->MatmulAlgSelectionInit, true, from);
     resolve(lib, "cusparseLtMatmulAlgSelectionDestroy", a->MatmulAlgSelectionDestroy, false, from);
     resolve(lib, "cusparseLtMatmulAlgGetAttribute", a->MatmulAlgGetAttribute, true, from);
+    resolve(lib, "cusparseLtMatmulAlgSetAttribute", a->MatmulAlgSetAttribute, true, from);
     resolve(lib, "cusparseLtMatmulGetWorkspace", a->MatmulGetWorkspace, true, from);
     resolve(lib, "cusparseLtMatmulPlanInit", a->MatmulPlanInit, true, from);
     resolve(lib, "cusparseLtMatmulPlanDestroy", a->MatmulPlanDestroy, true, from);
@@ -167,16 +186,18 @@ int lt_version() {
   return a ? a->version : 0;
 }
 
+int lt_header_version() { return CUSPARSELT_VER_MAJOR * 10000 + CUSPARSELT_VER_MINOR * 100 + CUSPARSELT_VER_PATCH; }
+
 CompressedSize lt_compressed_size(const WeightShape& w) {
   sparsekern::detail::require_cuda_device(w.device.index);
   const cusparseLtHandle_t* h = lt_handle(w.device.index);
   const Api& a = api();
-  cusparseLtMatDescriptor_t desc;
-  SK_LT_TRY(a.StructuredDescriptorInit(h, &desc, w.rows, w.cols, w.cols, kAlignment, lt_type(w.dtype),
+  Slot<cusparseLtMatDescriptor_t> desc;
+  SK_LT_TRY(a.StructuredDescriptorInit(h, desc.get(), w.rows, w.cols, w.cols, kAlignment, lt_type(w.dtype),
                                        CUSPARSE_ORDER_ROW, CUSPARSELT_SPARSITY_50_PERCENT));
   CompressedSize out;
-  const cusparseStatus_t st = a.SpMMACompressedSize2(h, &desc, &out.compressed_bytes, &out.buffer_bytes);
-  (void)a.MatDescriptorDestroy(&desc);
+  const cusparseStatus_t st = a.SpMMACompressedSize2(h, desc.get(), &out.compressed_bytes, &out.buffer_bytes);
+  (void)a.MatDescriptorDestroy(desc.get());
   SK_LT_TRY(st);
   return out;
 }
@@ -188,49 +209,53 @@ void lt_compress(const WeightShape& w, const void* dense, void* compressed, Work
   sparsekern::detail::DeviceGuard guard(w.device.index);
   const cusparseLtHandle_t* h = lt_handle(w.device.index);
   const Api& a = api();
-  cusparseLtMatDescriptor_t desc;
-  SK_LT_TRY(a.StructuredDescriptorInit(h, &desc, w.rows, w.cols, w.cols, kAlignment, lt_type(w.dtype),
+  Slot<cusparseLtMatDescriptor_t> desc;
+  SK_LT_TRY(a.StructuredDescriptorInit(h, desc.get(), w.rows, w.cols, w.cols, kAlignment, lt_type(w.dtype),
                                        CUSPARSE_ORDER_ROW, CUSPARSELT_SPARSITY_50_PERCENT));
-  // isSparseA = 1, op = N: the layout the plans below use (W is the structured A operand).
-  const cusparseStatus_t st = a.SpMMACompress2(h, &desc, 1, CUSPARSE_OPERATION_NON_TRANSPOSE, dense, compressed,
-                                               buffer.bytes ? buffer.data : nullptr,
+  // isSparseA = 1, op = N: the layout the plans below use (W is the structured A operand, row-major,
+  // in both output layouts), so one compressed weight serves every plan.
+  const cusparseStatus_t st = a.SpMMACompress2(h, desc.get(), 1, CUSPARSE_OPERATION_NON_TRANSPOSE, dense,
+                                               compressed, buffer.bytes ? buffer.data : nullptr,
                                                static_cast<cudaStream_t>(stream));
-  (void)a.MatDescriptorDestroy(&desc);
+  (void)a.MatDescriptorDestroy(desc.get());
   SK_LT_TRY(st);
   atomic_counters().compressions.fetch_add(1);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Plans. Y (m×n, row-major) = X (m×k, row-major) · Wᵀ is computed as cuSPARSELt's
-//   D (n×m, column-major: the same memory as Y) = A (n×k, structured, row-major) · op(B),
-//   B = X described as the row-major m×k matrix it is, with op(B) = Bᵀ (k×m).
-// This is the layout of torch's cuSPARSELt linear (A sparse, "transpose_result"), whose
-// kernels cover every shape the dispatch admits.
+// Plans. Both layouts make W the structured A operand (n × k, row-major, op N: what compress()
+// produced) and describe X as what it is, the row-major m × k matrix B with op(B) = Bᵀ (k × m):
+//   y_transposed = false: D = A · op(B) is n × m COLUMN-major with ld n, the same memory as the
+//                         row-major m × n Y (torch's _cslt_sparse_mm(..., transpose_result=True));
+//   y_transposed = true:  D is n × m ROW-major with ld m, i.e. Yᵀ (torch's default, what its
+//                         to_sparse_semi_structured + F.linear runs, followed by a transpose).
+// alpha and beta are float: the compute type of 16-bit inputs is CUSPARSE_COMPUTE_32F.
 // ---------------------------------------------------------------------------------------------
 struct LtPlan {
   int device = 0;
   const cusparseLtHandle_t* handle = nullptr;
-  cusparseLtMatDescriptor_t a{}, b{}, c{};
+  Slot<cusparseLtMatDescriptor_t> a, b, c;
   bool have_a = false, have_b = false, have_c = false;
-  cusparseLtMatmulDescriptor_t matmul{};
-  cusparseLtMatmulAlgSelection_t selection{};
+  Slot<cusparseLtMatmulDescriptor_t> matmul;
+  Slot<cusparseLtMatmulAlgSelection_t> selection;
   bool have_selection = false;
-  cusparseLtMatmulPlan_t plan{};
+  Slot<cusparseLtMatmulPlan_t> plan;
   bool have_plan = false;
+  int max_algorithm_id = 0;
   std::size_t workspace = 0;
 
   ~LtPlan() {
     const Api* api_ptr = g_api.load();
     if (!api_ptr) return;
-    if (have_plan) (void)api_ptr->MatmulPlanDestroy(&plan);
-    if (have_selection && api_ptr->MatmulAlgSelectionDestroy) (void)api_ptr->MatmulAlgSelectionDestroy(&selection);
-    if (have_c) (void)api_ptr->MatDescriptorDestroy(&c);
-    if (have_b) (void)api_ptr->MatDescriptorDestroy(&b);
-    if (have_a) (void)api_ptr->MatDescriptorDestroy(&a);
+    if (have_plan) (void)api_ptr->MatmulPlanDestroy(plan.get());
+    if (have_selection && api_ptr->MatmulAlgSelectionDestroy) (void)api_ptr->MatmulAlgSelectionDestroy(selection.get());
+    if (have_c) (void)api_ptr->MatDescriptorDestroy(c.get());
+    if (have_b) (void)api_ptr->MatDescriptorDestroy(b.get());
+    if (have_a) (void)api_ptr->MatDescriptorDestroy(a.get());
   }
 };
 
-LtPlan* lt_plan_create(const LinearParams& p) {
+LtPlan* lt_plan_create(const LinearParams& p, const PlanOptions& options) {
   sparsekern::detail::require_cuda_device(p.device.index);
   sparsekern::detail::DeviceGuard guard(p.device.index);
   auto s = std::make_unique<LtPlan>();
@@ -238,28 +263,41 @@ LtPlan* lt_plan_create(const LinearParams& p) {
   s->handle = lt_handle(p.device.index);
   const Api& a = api();
   const cudaDataType_t type = lt_type(p.dtype);
-  SK_LT_TRY(a.StructuredDescriptorInit(s->handle, &s->a, p.n, p.k, p.k, kAlignment, type, CUSPARSE_ORDER_ROW,
+  SK_LT_TRY(a.StructuredDescriptorInit(s->handle, s->a.get(), p.n, p.k, p.k, kAlignment, type, CUSPARSE_ORDER_ROW,
                                        CUSPARSELT_SPARSITY_50_PERCENT));
   s->have_a = true;
-  SK_LT_TRY(a.DenseDescriptorInit(s->handle, &s->b, p.m, p.k, p.k, kAlignment, type, CUSPARSE_ORDER_ROW));
+  SK_LT_TRY(a.DenseDescriptorInit(s->handle, s->b.get(), p.m, p.k, p.k, kAlignment, type, CUSPARSE_ORDER_ROW));
   s->have_b = true;
-  SK_LT_TRY(a.DenseDescriptorInit(s->handle, &s->c, p.n, p.m, p.n, kAlignment, type, CUSPARSE_ORDER_COL));
+  if (p.y_transposed)
+    SK_LT_TRY(a.DenseDescriptorInit(s->handle, s->c.get(), p.n, p.m, p.m, kAlignment, type, CUSPARSE_ORDER_ROW));
+  else
+    SK_LT_TRY(a.DenseDescriptorInit(s->handle, s->c.get(), p.n, p.m, p.n, kAlignment, type, CUSPARSE_ORDER_COL));
   s->have_c = true;
-  SK_LT_TRY(a.MatmulDescriptorInit(s->handle, &s->matmul, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_TRANSPOSE, &s->a, &s->b, &s->c, &s->c,
+  SK_LT_TRY(a.MatmulDescriptorInit(s->handle, s->matmul.get(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                   CUSPARSE_OPERATION_TRANSPOSE, s->a.get(), s->b.get(), s->c.get(), s->c.get(),
                                    CUSPARSE_COMPUTE_32F));
   if (p.bias) {
-    // The bias (one entry per row of D = per output feature) is fused into the epilogue; its
-    // pointer is bound here, at plan time, which is why a plan belongs to one bias tensor.
+    // The bias (one entry per row of D = per output feature, in both layouts) is fused into the
+    // epilogue; its pointer is bound here, at plan time, which is why a plan belongs to one bias.
     const void* bias = p.bias;
-    SK_LT_TRY(a.MatmulDescSetAttribute(s->handle, &s->matmul, CUSPARSELT_MATMUL_BIAS_POINTER, &bias, sizeof(bias)));
+    SK_LT_TRY(a.MatmulDescSetAttribute(s->handle, s->matmul.get(), CUSPARSELT_MATMUL_BIAS_POINTER, &bias,
+                                       sizeof(bias)));
   }
-  SK_LT_TRY(a.MatmulAlgSelectionInit(s->handle, &s->selection, &s->matmul, CUSPARSELT_MATMUL_ALG_DEFAULT));
+  SK_LT_TRY(a.MatmulAlgSelectionInit(s->handle, s->selection.get(), s->matmul.get(), CUSPARSELT_MATMUL_ALG_DEFAULT));
   s->have_selection = true;
-  SK_LT_TRY(a.MatmulPlanInit(s->handle, &s->plan, &s->matmul, &s->selection));
+  SK_LT_TRY(a.MatmulAlgGetAttribute(s->handle, s->selection.get(), CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID,
+                                    &s->max_algorithm_id, sizeof(s->max_algorithm_id)));
+  if (options.algorithm >= 0) {
+    SK_EXPECTS(options.algorithm < s->max_algorithm_id, "semi LinearPlan: `algorithm` must be below ",
+               s->max_algorithm_id, " (cuSPARSELt's configurations for this problem); got ", options.algorithm);
+    const int id = options.algorithm;
+    SK_LT_TRY(a.MatmulAlgSetAttribute(s->handle, s->selection.get(), CUSPARSELT_MATMUL_ALG_CONFIG_ID, &id, sizeof(id)));
+  }
+  SK_LT_TRY(a.MatmulPlanInit(s->handle, s->plan.get(), s->matmul.get(), s->selection.get()));
   s->have_plan = true;
   atomic_counters().plans_created.fetch_add(1);
-  SK_LT_TRY(a.MatmulGetWorkspace(s->handle, &s->plan, &s->workspace));
+  // Asked after plan init: the workspace belongs to the configuration the plan settled on.
+  SK_LT_TRY(a.MatmulGetWorkspace(s->handle, s->plan.get(), &s->workspace));
   return s.release();
 }
 
@@ -269,23 +307,25 @@ std::size_t lt_plan_workspace_size(const LtPlan* plan) { return plan->workspace;
 
 int lt_plan_algorithm_id(const LtPlan* plan) {
   int id = 0;
-  SK_LT_TRY(api().MatmulAlgGetAttribute(plan->handle, &plan->selection, CUSPARSELT_MATMUL_ALG_CONFIG_ID, &id,
+  SK_LT_TRY(api().MatmulAlgGetAttribute(plan->handle, plan->selection.get(), CUSPARSELT_MATMUL_ALG_CONFIG_ID, &id,
                                         sizeof(id)));
   return id;
 }
+
+int lt_plan_max_algorithm_id(const LtPlan* plan) { return plan->max_algorithm_id; }
 
 void lt_plan_search(LtPlan* s, const LinearParams& p, Workspace workspace, Stream stream_ptr) {
   sparsekern::detail::DeviceGuard guard(s->device);
   const Api& a = api();
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   const float alpha = 1.f, beta = 0.f;
-  SK_LT_TRY(a.MatmulSearch(s->handle, &s->plan, &alpha, p.weight, p.x, &beta, p.y, p.y,
+  SK_LT_TRY(a.MatmulSearch(s->handle, s->plan.get(), &alpha, p.weight, p.x, &beta, p.y, p.y,
                            workspace.bytes ? workspace.data : nullptr, &stream, 1));
   atomic_counters().searches.fetch_add(1);
   atomic_counters().runs.fetch_add(1);
   // The search updated the plan in place; the configuration it kept may need a different
   // workspace (split-K buffers), which the caller re-queries before the next run().
-  SK_LT_TRY(a.MatmulGetWorkspace(s->handle, &s->plan, &s->workspace));
+  SK_LT_TRY(a.MatmulGetWorkspace(s->handle, s->plan.get(), &s->workspace));
 }
 
 void lt_plan_run(LtPlan* s, const LinearParams& p, Workspace workspace, Stream stream_ptr) {
@@ -293,7 +333,7 @@ void lt_plan_run(LtPlan* s, const LinearParams& p, Workspace workspace, Stream s
   const Api& a = api();
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   const float alpha = 1.f, beta = 0.f;
-  SK_LT_TRY(a.Matmul(s->handle, &s->plan, &alpha, p.weight, p.x, &beta, p.y, p.y,
+  SK_LT_TRY(a.Matmul(s->handle, s->plan.get(), &alpha, p.weight, p.x, &beta, p.y, p.y,
                      workspace.bytes ? workspace.data : nullptr, &stream, 1));
   atomic_counters().runs.fetch_add(1);
 }

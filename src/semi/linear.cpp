@@ -81,6 +81,14 @@ int cusparselt_version() {
 #endif
 }
 
+int cusparselt_header_version() {
+#if SPARSEKERN_WITH_CUSPARSELT
+  return detail::lt_header_version();
+#else
+  return 0;
+#endif
+}
+
 Counters counters() {
   auto& c = detail::atomic_counters();
   return Counters{c.plans_created.load(), c.searches.load(), c.compressions.load(), c.runs.load()};
@@ -115,12 +123,14 @@ struct LinearPlan::Impl {
   bool searched = false;
 };
 
-LinearPlan::LinearPlan(const LinearParams& p) : impl_(new Impl) {
+LinearPlan::LinearPlan(const LinearParams& p, const PlanOptions& options) : impl_(new Impl) {
   validate(p);
+  SK_EXPECTS(options.algorithm >= -1, "semi LinearPlan: `algorithm` must be -1 (cuSPARSELt's default) or a "
+             "configuration id >= 0; got ", options.algorithm);
   impl_->planned = p;
 #if SPARSEKERN_WITH_CUSPARSELT
   if (p.device.type == DeviceType::cuda) {
-    impl_->plan = detail::lt_plan_create(p);
+    impl_->plan = detail::lt_plan_create(p, options);
     return;
   }
 #endif
@@ -143,6 +153,14 @@ std::size_t LinearPlan::workspace_size() const {
 
 bool LinearPlan::searched() const { return impl_->searched; }
 
+int LinearPlan::max_algorithm_id() const {
+#if SPARSEKERN_WITH_CUSPARSELT
+  return detail::lt_plan_max_algorithm_id(impl_->plan);
+#else
+  return 0;
+#endif
+}
+
 int LinearPlan::algorithm_id() const {
 #if SPARSEKERN_WITH_CUSPARSELT
   return detail::lt_plan_algorithm_id(impl_->plan);
@@ -156,11 +174,11 @@ namespace {
 void check_matches(const LinearParams& p, const LinearParams& planned, std::size_t ws_needed, Workspace ws) {
   validate(p);
   SK_EXPECTS(p.dtype == planned.dtype && p.device == planned.device && p.m == planned.m && p.n == planned.n &&
-                 p.k == planned.k,
+                 p.k == planned.k && p.y_transposed == planned.y_transposed,
              "semi linear: parameters do not match the plan (planned ", dtype_name(planned.dtype), " ",
              planned.m, "x", planned.k, " · (", planned.n, "x", planned.k, ")ᵀ on ", device_name(planned.device),
-             "; got ", dtype_name(p.dtype), " ", p.m, "x", p.k, " · (", p.n, "x", p.k, ")ᵀ on ",
-             device_name(p.device), ")");
+             planned.y_transposed ? " into yᵀ" : "", "; got ", dtype_name(p.dtype), " ", p.m, "x", p.k, " · (",
+             p.n, "x", p.k, ")ᵀ on ", device_name(p.device), p.y_transposed ? " into yᵀ" : "", ")");
   SK_EXPECTS(p.bias == planned.bias, "semi linear: `bias` must be the pointer the plan was made with "
                                      "(cuSPARSELt binds it at plan time); make a new plan for a new bias");
   SK_EXPECTS(ws.bytes >= ws_needed, "semi linear: `workspace` must hold ", ws_needed, " bytes; got ", ws.bytes);

@@ -18,15 +18,17 @@ AtomicCounters& atomic_counters();
 
 void lt_load(const std::string& path);
 int lt_version();
+int lt_header_version();
 CompressedSize lt_compressed_size(const WeightShape& w);
 void lt_compress(const WeightShape& w, const void* dense, void* compressed, Workspace buffer, Stream stream);
 
 struct LtPlan;
-LtPlan* lt_plan_create(const LinearParams& p);
+LtPlan* lt_plan_create(const LinearParams& p, const PlanOptions& options);
 void lt_plan_destroy(LtPlan* plan) noexcept;
 std::size_t lt_plan_workspace_size(const LtPlan* plan);
 void lt_plan_search(LtPlan* plan, const LinearParams& p, Workspace workspace, Stream stream);
 void lt_plan_run(LtPlan* plan, const LinearParams& p, Workspace workspace, Stream stream);
 int lt_plan_algorithm_id(const LtPlan* plan);
+int lt_plan_max_algorithm_id(const LtPlan* plan);
 
 }  // namespace sparsekern::semi::detail

@@ -83,19 +83,47 @@ def test_semi_linear_init_and_no_grad(device):
         assert empty.shape == (0, 16)
 
 
-def test_semi_linear_weight_update_recompresses(device):
-    """After an in-place weight change (an optimizer step) the output uses the new weight."""
+@pytest.fixture
+def lt_only(device, monkeypatch):
+    """On CUDA, force the cuSPARSELt path (no dense candidate in the timed choice), so that the
+    test exercises cuSPARSELt's plans and compressed weights even for shapes where dense wins."""
+    if device.type == "cuda":
+        monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "cusparselt")
+    return device
+
+
+def _check_layer(layer, x, dtype):
+    with torch.no_grad():
+        ref = torch.nn.functional.linear(x.double(), (layer.weight * layer.mask).double(),
+                                         layer.bias.double() if layer.bias is not None else None)
+        assert rel_error(layer(x), ref) <= tolerance(dtype)
+
+
+def test_semi_linear_weight_update_recompresses(lt_only):
+    """After a weight change (an optimizer step, an in-place copy, a new tensor under .data, a new
+    Parameter) the output uses the new weight: cached compressed weights never go stale."""
+    device = lt_only
     dtype = _dtypes(device)[0]
     layer = sk.SemiStructuredLinear.from_dense(torch.nn.Linear(32, 16, device=device, dtype=dtype))
     x = randn(16, 32, dtype=dtype, device=device)
-    layer(x)
+    _check_layer(layer, x, dtype)
     opt = torch.optim.SGD(layer.parameters(), lr=0.5)
-    layer(x).square().sum().backward()
-    opt.step()
-    with torch.no_grad():
-        ref = torch.nn.functional.linear(x.double(), (layer.weight * layer.mask).double(), layer.bias.double())
-        assert rel_error(layer(x), ref) <= tolerance(dtype)
+    for _ in range(2):  # two steps: the second reuses the plans made for the first
+        layer(x).square().sum().backward()
+        opt.step()
+        opt.zero_grad()
+        _check_layer(layer, x, dtype)
     assert (layer.weight[~layer.mask] == 0).all()
+    with torch.no_grad():
+        layer.weight.copy_(randn(16, 32, dtype=dtype, device=device) * layer.mask)
+    _check_layer(layer, x, dtype)
+    layer.weight.data = randn(16, 32, dtype=dtype, device=device) * layer.mask
+    _check_layer(layer, x, dtype)
+    layer.weight = torch.nn.Parameter(randn(16, 32, dtype=dtype, device=device) * layer.mask)
+    _check_layer(layer, x, dtype)
+    with torch.no_grad():
+        layer.bias.mul_(-2)  # the bias is read at run time, also when fused into cuSPARSELt's epilogue
+    _check_layer(layer, x, dtype)
 
 
 def test_semi_gradcheck():
@@ -106,25 +134,103 @@ def test_semi_gradcheck():
     assert torch.autograd.gradcheck(lambda xx, ww, bb: sksemi._semi_linear_op(xx, ww, layer.mask, bb), (x, w, b))
 
 
+def test_semi_backend_env(monkeypatch):
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "dense")
+    assert not sksemi.cusparselt_enabled()
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "cusparselt")
+    assert sksemi.cusparselt_enabled()
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "fast")
+    with pytest.raises(ValueError, match="SPARSEKERN_SEMI_BACKEND"):
+        sksemi.cusparselt_enabled()
+    monkeypatch.delenv("SPARSEKERN_SEMI_BACKEND")
+    monkeypatch.setenv("SPARSEKERN_CUSPARSELT", "0")  # the older switch still forces the fallback
+    assert not sksemi.cusparselt_enabled()
+    monkeypatch.setenv("SPARSEKERN_SEMI_LAYOUT", "diagonal")
+    with pytest.raises(ValueError, match="SPARSEKERN_SEMI_LAYOUT"):
+        sksemi._layouts()
+
+
 @pytest.mark.cuda
-@pytest.mark.skipif(not sksemi.cusparselt_enabled(), reason="cuSPARSELt path is opt-in (SPARSEKERN_CUSPARSELT=1)")
-def test_semi_cuda_uses_cusparselt_and_caches():
-    """The CUDA path compresses once, plans and searches once per shape, then only runs."""
+def test_semi_cuda_default_is_cusparselt(monkeypatch):
+    """On CUDA with libcusparseLt available, the default backend is cuSPARSELt."""
+    monkeypatch.delenv("SPARSEKERN_SEMI_BACKEND", raising=False)
+    monkeypatch.delenv("SPARSEKERN_CUSPARSELT", raising=False)
+    assert sksemi.cusparselt_enabled(), sksemi._load_error
+    layer = sk.SemiStructuredLinear(256, 128, device="cuda", dtype=torch.float16)
+    x = randn(512, 256, dtype=torch.float16, device="cuda")
+    before = sk.semi_plan_stats()
+    _check_layer(layer, x, torch.float16)
+    after = sk.semi_plan_stats()
+    assert after["tunings"] == before["tunings"] + 1  # a timed choice was made (dense may win it)
+    report = sksemi.search_report()[-1]
+    assert any(c.get("kind") == "lt" and "ms" in c for c in report["candidates"]), report
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("search", ["0", "1", "lt"])
+@pytest.mark.parametrize("layout", ["y", "yt"])
+def test_semi_cuda_uses_cusparselt_and_caches(monkeypatch, search, layout):
+    """Every search mode and output layout: correct (with and without padding and a fused bias),
+    and after the first call no more planning, compression or allocation, only runs."""
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "cusparselt")
+    monkeypatch.setenv("SPARSEKERN_SEMI_SEARCH", search)
+    monkeypatch.setenv("SPARSEKERN_SEMI_LAYOUT", layout)
     device = torch.device("cuda")
-    layer = sk.SemiStructuredLinear(64, 32, device=device, dtype=torch.float16)
-    x = randn(48, 64, dtype=torch.float16, device=device)
-    with torch.no_grad():
-        layer(x)
-        before = sk.semi_plan_stats()
-        for _ in range(4):
-            y = layer(x)
-        after = sk.semi_plan_stats()
-    assert before["compressions"] >= 1 and before["plans_created"] >= 1
-    for key in ("plans_created", "searches", "compressions", "workspace_allocations", "weight_cache_misses"):
-        assert after[key] == before[key], key
-    assert after["runs"] == before["runs"] + 4
-    ref = torch.nn.functional.linear(x.double(), layer.weight.double(), layer.bias.double())
-    assert rel_error(y, ref) <= tolerance(torch.float16)
+    for dtype in (torch.float16, torch.bfloat16):
+        for (m, in_f, out_f, bias) in [(48, 64, 32, True), (5, 40, 24, True), (33, 128, 48, False)]:
+            layer = sk.SemiStructuredLinear(in_f, out_f, bias=bias, device=device, dtype=dtype)
+            x = randn(m, in_f, dtype=dtype, device=device)
+            with torch.no_grad():
+                layer(x)
+                before = sk.semi_plan_stats()
+                for _ in range(4):
+                    y = layer(x)
+                after = sk.semi_plan_stats()
+            assert before["compressions"] >= 1 and before["plans_created"] >= 1
+            for key in ("plans_created", "searches", "compressions", "workspace_allocations",
+                        "weight_cache_misses", "tunings"):
+                assert after[key] == before[key], key
+            assert after["runs"] == before["runs"] + 4
+            ref = torch.nn.functional.linear(x.double(), layer.weight.double(),
+                                             layer.bias.double() if bias else None)
+            assert y.shape == ref.shape and y.is_contiguous()
+            assert rel_error(y, ref) <= tolerance(dtype), (dtype, m, in_f, out_f, sksemi.search_report()[-1])
+
+
+@pytest.mark.cuda
+def test_semi_cuda_every_configuration_is_correct(monkeypatch):
+    """Each cuSPARSELt configuration of a small problem, in both layouts, gives the right result
+    (the timed choice also rejects wrong ones; this test says which, if any, are)."""
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "cusparselt")
+    layer = sk.SemiStructuredLinear(128, 64, device="cuda", dtype=torch.bfloat16)
+    x = randn(96, 128, dtype=torch.bfloat16, device="cuda")
+    sksemi._clear()
+    _check_layer(layer, x, torch.bfloat16)
+    report = sksemi.search_report()[-1]
+    # a configuration may refuse a problem (an error status at plan time); none may compute garbage
+    wrong = [c for c in report["candidates"] if c.get("error") == "wrong result"]
+    assert not wrong, report
+    assert len([c for c in report["candidates"] if c["kind"] == "lt"]) >= 2, report
+
+
+@pytest.mark.cuda
+def test_semi_cuda_no_leak_warning_at_exit():
+    """Cached plans are released before nanobind's leak check at interpreter exit."""
+    code = (
+        "import torch, sparsekern as sk\n"
+        "layer = sk.SemiStructuredLinear(64, 32, device='cuda', dtype=torch.float16)\n"
+        "x = torch.randn(16, 64, device='cuda', dtype=torch.float16)\n"
+        "with torch.no_grad():\n"
+        "    layer(x)\n"
+        "print('plans', sk.semi_plan_stats()['plans_created'])\n"
+    )
+    import os
+
+    env = dict(os.environ, SPARSEKERN_SEMI_BACKEND="cusparselt")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "plans" in out.stdout and "leaked" not in out.stderr, out.stderr
 
 
 def test_semi_bad_input(device):

@@ -22,7 +22,7 @@ def _work_after_warmup(fn, calls: int = 20) -> dict:
     for _ in range(calls):
         fn()
     after = semi_plan_stats()
-    keys = ("plans_created", "searches", "compressions", "workspace_allocations")
+    keys = ("plans_created", "searches", "compressions", "workspace_allocations", "tunings")
     return {"planning_after_warmup": sum(after[k] - before[k] for k in keys), "warm_calls": calls}
 
 
@@ -42,7 +42,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
     if device.type == "cuda" and not cusparselt_enabled():
         # Without cuSPARSELt the CUDA forward is the dense fallback: timing it against dense would
         # say nothing about 2:4. See sparsekern.semi.cusparselt_enabled().
-        print("bench semi: skipped on CUDA (cuSPARSELt path is opt-in: SPARSEKERN_CUSPARSELT=1)")
+        print("bench semi: skipped on CUDA (cuSPARSELt unavailable or SPARSEKERN_SEMI_BACKEND=dense)")
         return out
     if device.type == "cuda":
         grid = [(8192, 4096, 4096)] if not quick else [(2048, 1024, 1024)]
@@ -70,6 +70,11 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
                     return layer(x)
 
             extra = _work_after_warmup(ours) if device.type == "cuda" else {}
+            if device.type == "cuda":
+                from ..semi import search_report
+
+                report = search_report()
+                extra["path"] = report[-1]["chosen"] if report else "?"  # which kernel (or dense) won
             out.append(Case("semi", "SemiStructuredLinear fwd", shape, label, ours,
                             lambda x=x, w=w_masked, b=bias: F.linear(x, w, b),
                             anchor_name="dense F.linear (cuBLAS)" if device.type == "cuda" else "dense F.linear",
