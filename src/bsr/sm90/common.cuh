@@ -101,6 +101,29 @@ __device__ __forceinline__ void wait_barrier(Bar& bar, std::uint32_t phase, cons
 #endif
 }
 
+/// Two fp32 values rounded to 16 bits and packed into one 32-bit word (low half = v0).
+template <class T>
+__device__ __forceinline__ std::uint32_t pack_pair(float v0, float v1) {
+  if constexpr (std::is_same_v<T, cutlass::half_t>) {
+    __half2 h = __floats2half2_rn(v0, v1);
+    return *reinterpret_cast<std::uint32_t*>(&h);
+  } else {
+    __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
+    return *reinterpret_cast<std::uint32_t*>(&h);
+  }
+}
+
+/// The inverse of pack_pair (exact).
+template <class T>
+__device__ __forceinline__ float2 unpack_pair(std::uint32_t w) {
+  if constexpr (std::is_same_v<T, cutlass::half_t>) {
+    return make_float2(__half2float(__ushort_as_half((unsigned short)(w & 0xffffu))),
+                       __half2float(__ushort_as_half((unsigned short)(w >> 16))));
+  } else {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  }
+}
+
 /// Raises the kernel's dynamic shared-memory limit once per (kernel, device).
 template <auto kKernel>
 void allow_smem(std::size_t bytes) {

@@ -1,0 +1,45 @@
+"""Kernel-level times of BlockSparseLinear forward/backward (torch profiler), with E against dense."""
+import sys, time, torch
+import torch.nn.functional as F
+import sparsekern
+from torch.profiler import profile, ProfilerActivity
+
+dev = torch.device("cuda")
+
+
+def kernels(fn, reps=10):
+    fn(); torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            out.setdefault(e.name[:48], []).append(e.device_time_total)
+    return {k: sum(v) / reps for k, v in out.items()}
+
+
+def fmt(ks):
+    return "; ".join(f"{k} {v:.1f}" for k, v in sorted(ks.items(), key=lambda kv: -kv[1]))
+
+
+dtypes = [torch.bfloat16] if len(sys.argv) < 2 else [getattr(torch, a) for a in sys.argv[1:]]
+for dtype in dtypes:
+    x = torch.randn(8192, 4096, device=dev, dtype=dtype)
+    w = torch.randn(4096, 4096, device=dev, dtype=dtype)
+    t_dense = sum(kernels(lambda: F.linear(x, w)).values())
+    print(f"{dtype} dense F.linear kernel {t_dense:.1f} us", flush=True)
+    for b in (32, 64, 128):
+        for d in (0.05, 0.1, 0.25, 0.5):
+            layer = sparsekern.BlockSparseLinear(4096, 4096, density=d, block_size=b, device=dev, dtype=dtype)
+            with torch.no_grad():
+                kf = kernels(lambda: layer(x))
+            xg = x.clone().requires_grad_()
+            y = layer(xg)
+            go = torch.randn_like(y)
+            kb = kernels(lambda: torch.autograd.grad(y, (xg, layer.weight), go, retain_graph=True))
+            tf, tb = sum(kf.values()), sum(kb.values())
+            print(f"b={b} d={d}: fwd {tf:.1f} us E={d * t_dense / tf:.2f} | bwd {tb:.1f} us (bwd/2)/fwd={tb / 2 / tf:.2f}"
+                  f" | fwd: {fmt(kf)} | bwd: {fmt(kb)}", flush=True)
+            del layer, xg, y, go
