@@ -4,8 +4,10 @@
 ///        dsd (dense = sparse · dense), dds (dense = dense · sparse) and sdd (sparse = dense · dense
 ///        on a block pattern), each with the sparse operand optionally transposed.
 ///
-/// CUDA: tensor-core kernels (CuTe HMMA + cp.async) for fp16, bf16, and fp32 when TF32 is allowed;
-/// fp32 without TF32 and fp64 run a correct SIMT kernel (slower). CPU: every dtype.
+/// CUDA: tensor-core kernels for fp16, bf16, and fp32 when TF32 is allowed: TMA + wgmma on
+/// compute capability 9.0 (16-bit dds with row-major C, b ≥ 32; 16-bit sdd, b ≥ 64) when built for
+/// sm_90a, CuTe HMMA + cp.async otherwise; fp32 without TF32 and fp64 run a correct SIMT kernel
+/// (slower). CPU: every dtype.
 
 #include <sparsekern/dense.h>  // dense::Fp32Math
 #include <sparsekern/types.h>

@@ -25,7 +25,8 @@ def path(cols, dtype, op):
     """The kernel the dispatcher picks for contiguous, 16-byte aligned rows (mirrors the C++)."""
     fallback = "block-tile" if cols <= 16384 and dtype != torch.float64 else "stream"
     limit = 2048 if op == "softmax_backward" else 4096
-    if dtype not in (torch.float16, torch.bfloat16) or not warp or cols <= 256 or cols % 8 or cols > limit:
+    if (op == "softmax" or dtype not in (torch.float16, torch.bfloat16) or not warp or cols <= 256 or cols % 8
+            or cols > limit):
         return fallback
     return f"warp-rows(VPW={max(2, (1 << (cols - 1).bit_length()) >> 8)})"
 
