@@ -24,6 +24,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "../common/check.h"
 #include "../common/cuda_check.h"
@@ -85,16 +86,36 @@ const Api& api() {
   return *a;
 }
 
-[[noreturn]] void throw_lt(cusparseStatus_t st, const char* call, const char* file, int line) {
+[[noreturn]] void throw_lt(cusparseStatus_t st, const char* call, const char* file, int line,
+                           cudaError_t pending = cudaSuccess) {
   const Api& a = api();
   throw CudaError(concat("cuSPARSELt error ", a.GetErrorName(st), " (", a.GetErrorString(st), ") in ", call,
-                         " at ", file, ":", line));
+                         " at ", file, ":", line,
+                         pending != cudaSuccess
+                             ? concat("; pending CUDA error ", cudaGetErrorName(pending), " (",
+                                      cudaGetErrorString(pending), ")")
+                             : std::string()));
 }
 
 #define SK_LT_TRY(call)                                                   \
   do {                                                                    \
     cusparseStatus_t sk_st_ = (call);                                     \
     if (sk_st_ != CUSPARSE_STATUS_SUCCESS) throw_lt(sk_st_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// For the calls that launch kernels (compress, search, matmul). A kernel launch that fails inside
+// cuSPARSELt leaves a pending (non-sticky) error in the runtime's last-error slot, which the next
+// launch check anywhere in the process would report as its own failure, and which makes cuSPARSELt's
+// own next call return CUSPARSE_STATUS_INTERNAL_ERROR (one failed configuration would poison the
+// ones timed after it). So the slot is consumed right after the call: its error is reported with
+// this call's failure, or makes a call that returned SUCCESS fail here, where it happened.
+#define SK_LT_LAUNCH(call)                                                                      \
+  do {                                                                                          \
+    cusparseStatus_t sk_st_ = (call);                                                           \
+    cudaError_t sk_pending_ = cudaGetLastError();                                               \
+    if (sk_st_ != CUSPARSE_STATUS_SUCCESS) throw_lt(sk_st_, #call, __FILE__, __LINE__, sk_pending_); \
+    if (sk_pending_ != cudaSuccess)                                                             \
+      ::sparsekern::detail::throw_cuda_error(sk_pending_, #call, __FILE__, __LINE__);           \
   } while (0)
 
 // An opaque cuSPARSELt object with 1 KiB of slack after it (see the file comment: header and
@@ -218,7 +239,7 @@ void lt_compress(const WeightShape& w, const void* dense, void* compressed, Work
                                                compressed, buffer.bytes ? buffer.data : nullptr,
                                                static_cast<cudaStream_t>(stream));
   (void)a.MatDescriptorDestroy(desc.get());
-  SK_LT_TRY(st);
+  SK_LT_LAUNCH(st);
   atomic_counters().compressions.fetch_add(1);
 }
 
@@ -319,7 +340,7 @@ void lt_plan_search(LtPlan* s, const LinearParams& p, Workspace workspace, Strea
   const Api& a = api();
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   const float alpha = 1.f, beta = 0.f;
-  SK_LT_TRY(a.MatmulSearch(s->handle, s->plan.get(), &alpha, p.weight, p.x, &beta, p.y, p.y,
+  SK_LT_LAUNCH(a.MatmulSearch(s->handle, s->plan.get(), &alpha, p.weight, p.x, &beta, p.y, p.y,
                            workspace.bytes ? workspace.data : nullptr, &stream, 1));
   atomic_counters().searches.fetch_add(1);
   atomic_counters().runs.fetch_add(1);
@@ -333,7 +354,7 @@ void lt_plan_run(LtPlan* s, const LinearParams& p, Workspace workspace, Stream s
   const Api& a = api();
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   const float alpha = 1.f, beta = 0.f;
-  SK_LT_TRY(a.Matmul(s->handle, s->plan.get(), &alpha, p.weight, p.x, &beta, p.y, p.y,
+  SK_LT_LAUNCH(a.Matmul(s->handle, s->plan.get(), &alpha, p.weight, p.x, &beta, p.y, p.y,
                      workspace.bytes ? workspace.data : nullptr, &stream, 1));
   atomic_counters().runs.fetch_add(1);
 }

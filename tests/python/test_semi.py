@@ -2,6 +2,7 @@
 fallback on the CPU), its caches, and bad input."""
 from __future__ import annotations
 
+import collections
 import subprocess
 import sys
 
@@ -278,3 +279,232 @@ def test_semi_opcheck():
     x = randn(3, 8, dtype=torch.float64).requires_grad_()
     torch.library.opcheck(sksemi._semi_linear_op, (x, layer.weight, layer.mask, layer.bias),
                           test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+
+
+# --------------------------------------------------------------------------------------------
+# The timed choice's robustness, on the CPU with a mocked cuSPARSELt: every candidate's behaviour
+# (fails, wrong, slow, fails later) is scripted, and the clock counts scripted costs.
+# --------------------------------------------------------------------------------------------
+class _FakePlan:
+    def __init__(self, layout, alg, script):
+        self.layout, self.algorithm_id, self.script = layout, max(alg, 0), script
+        self.max_algorithm_id, self.workspace_size = 4, 0
+        if self.behaviour() == "plan_fails":
+            raise RuntimeError("cuSPARSELt error CUSPARSE_STATUS_NOT_SUPPORTED at plan init")
+
+    def behaviour(self):
+        return self.script.get((self.layout, self.algorithm_id), "ok")
+
+    def search(self, *args, **kwargs):
+        if self.script.get(("search", self.layout)) == "raise":
+            raise RuntimeError("cuSPARSELt error CUSPARSE_STATUS_INTERNAL_ERROR in MatmulSearch")
+        self.algorithm_id = self.script.get(("search", self.layout), 1)
+
+
+class _FakeProblem:
+    """Stands in for semi._Problem: runs 'lt' choices as scripted, the dense one for real."""
+
+    def __init__(self, script, costs):
+        self.script, self.costs = script, costs
+        self.x2, self.weight = randn(8, 16), randn(12, 16)
+        self.mask, self.bias = sk.prune_2to4(self.weight), randn(12)
+        self.m, self.k_pad, self.out_f, self.stream = 8, 16, 12, 0
+        self.clock, self.calls = 0.0, collections.Counter()
+
+    def make_plan(self, yt, algorithm=-1):
+        return _FakePlan("yt" if yt else "y", algorithm, self.script), None
+
+    def y_buffer(self, yt):
+        return None
+
+    def args(self, y, yt):
+        return ()
+
+    def run(self, choice):
+        ref = torch.nn.functional.linear(self.x2, self.weight * self.mask, self.bias)
+        if choice.kind == "dense":
+            self.clock += self.costs.get("dense", 1.0)
+            return ref
+        key = (choice.plan.layout, choice.plan.algorithm_id)
+        self.calls[key] += 1
+        what = choice.plan.behaviour()
+        self.clock += self.costs.get(key, 2.0)
+        if what == "raise" or (what == "fails_later" and self.calls[key] > 7):
+            raise RuntimeError("cuSPARSELt error CUSPARSE_STATUS_INTERNAL_ERROR (internal error) in a.Matmul")
+        return torch.zeros_like(ref) if what == "wrong" else ref
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    holder = {}
+
+    def time_once(fn):
+        pb = holder["pb"]
+        before = pb.clock
+        fn()
+        return pb.clock - before
+
+    monkeypatch.setattr(sksemi, "_time_once", time_once)
+    monkeypatch.delenv("SPARSEKERN_SEMI_LAYOUT", raising=False)
+    return holder
+
+
+def _rows(report, kind="lt"):
+    return {(r["layout"], r["algorithm"]): r for r in report["candidates"] if r["kind"] == kind}
+
+
+def test_semi_choice_skips_failing_candidates(fake_clock):
+    script = {("yt", 1): "raise", ("yt", 2): "wrong", ("y", 3): "plan_fails"}
+    costs = {"dense": 1.0, ("yt", 3): 0.5, ("y", 1): 50.0}  # yt 3 fastest; y 1 pathologically slow
+    pb = fake_clock["pb"] = _FakeProblem(script, costs)
+    choice, report = sksemi._choose(pb, "auto", "time")
+    assert choice.kind == "lt" and (choice.plan.layout, choice.plan.algorithm_id) == ("yt", 3), report
+    rows = _rows(report)
+    assert "INTERNAL_ERROR" in rows["yt", 1]["error"]
+    assert rows["yt", 2]["error"] == "wrong result"
+    assert "NOT_SUPPORTED" in rows["y", 3]["error"]
+    assert rows["y", 1]["error"].startswith("abandoned") and "ms" not in rows["y", 1]
+    assert pb.calls["y", 1] == 2  # the correctness check and one timed call, no more
+    assert rows["yt", 3].get("chosen") and "yt alg=3" in report["chosen"]
+    assert "ms" in rows["yt", 0] and "ms" in rows["y", 0]  # the others were still timed
+
+
+def test_semi_choice_all_failing_runs_dense(fake_clock):
+    script = {(lt, a): "raise" for lt in ("y", "yt") for a in range(4)}
+    pb = fake_clock["pb"] = _FakeProblem(script, {})
+    before = sk.semi_plan_stats()["dense_choices"]
+    choice, report = sksemi._choose(pb, "auto", "time")
+    assert choice.kind == "dense" and report["chosen"].startswith("dense")
+    lt_rows = [r for r in report["candidates"] if r["kind"] == "lt"]
+    assert len(lt_rows) == 10 and all("INTERNAL_ERROR" in r["error"] for r in lt_rows)  # 2 defaults + 2 x 4
+    assert sk.semi_plan_stats()["dense_choices"] == before + 1
+    # SPARSEKERN_SEMI_BACKEND=cusparselt forbids dense: a clear error listing what failed
+    with pytest.raises(RuntimeError, match="no cuSPARSELt configuration.*INTERNAL_ERROR"):
+        sksemi._choose(pb, "cusparselt", "time")
+
+
+def test_semi_choice_winner_failing_on_recheck_loses(fake_clock):
+    # yt 2 is fastest but fails from its 8th call on (after check + timing): the re-check catches it
+    pb = fake_clock["pb"] = _FakeProblem({("yt", 2): "fails_later"}, {("yt", 2): 0.1, ("y", 2): 0.2})
+    choice, report = sksemi._choose(pb, "auto", "time")
+    assert (choice.plan.layout, choice.plan.algorithm_id) == ("y", 2), report
+    assert "re-check" in _rows(report)["yt", 2]["error"]
+
+
+def test_semi_choice_lt_search_failure_keeps_default(fake_clock):
+    pb = fake_clock["pb"] = _FakeProblem({("search", "yt"): "raise", ("search", "y"): 3}, {("y", 3): 0.3})
+    choice, report = sksemi._choose(pb, "cusparselt", "lt")
+    errors = [r for r in report["candidates"] if r["kind"] == "lt-search"]
+    assert len(errors) == 1 and errors[0]["layout"] == "yt" and "INTERNAL_ERROR" in errors[0]["error"]
+    assert (choice.plan.layout, choice.plan.algorithm_id) == ("y", 3), report
+    assert "ms" in _rows(report)["yt", 0]  # yt's default configuration was still timed
+
+
+def test_semi_untimed_plan_failure_runs_dense(fake_clock):
+    pb = fake_clock["pb"] = _FakeProblem({("yt", 0): "plan_fails"}, {})
+    choice, report = sksemi._choose(pb, "auto", "off")
+    assert choice.kind == "dense" and "NOT_SUPPORTED" in report["candidates"][0]["error"]
+    with pytest.raises(RuntimeError, match="NOT_SUPPORTED"):
+        sksemi._choose(pb, "cusparselt", "off")
+
+
+def test_semi_failure_after_choice_switches_to_dense(fake_clock, monkeypatch):
+    """A cached cuSPARSELt choice that starts failing: one warning, the right result, and the
+    shape runs dense from then on (the cache holds the dense choice, the report says why)."""
+    script = {}
+    pb = fake_clock["pb"] = _FakeProblem(script, {"dense": 5.0})
+    pb.m_pad, pb.n_pad, pb.fused, pb.fb, pb.comp = 16, 16, False, None, None
+    monkeypatch.setattr(sksemi, "_Problem", lambda *args: pb)
+    monkeypatch.setattr(sksemi, "_ensure_cusparselt", lambda: None)
+    monkeypatch.setattr(sksemi, "_compressed_weight", lambda *args: None)
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "auto")
+    sksemi._clear()
+    ref = torch.nn.functional.linear(pb.x2, pb.weight * pb.mask, pb.bias)
+    y = sksemi._linear_cuda(pb.x2, pb.weight, pb.mask, pb.bias)
+    assert torch.equal(y, ref)
+    assert sksemi.search_report()[-1]["chosen"].startswith("lt")
+    for key in list(pb.calls):
+        script[key] = "raise"  # every configuration fails from now on
+    with pytest.warns(RuntimeWarning, match="dense fallback"):
+        y = sksemi._linear_cuda(pb.x2, pb.weight, pb.mask, pb.bias)
+    assert torch.equal(y, ref)
+    assert sksemi.search_report()[-1]["chosen"].startswith("dense (after a failed run")
+    calls = sum(pb.calls.values())
+    assert torch.equal(sksemi._linear_cuda(pb.x2, pb.weight, pb.mask, pb.bias), ref)
+    assert sum(pb.calls.values()) == calls  # no more cuSPARSELt runs
+    sksemi._clear()
+
+
+class _FailingPlan:
+    """Wraps a real cuSPARSELt plan; its run raises like the INTERNAL_ERROR seen on an H200."""
+
+    def __init__(self, plan):
+        self._plan = plan
+
+    def __getattr__(self, name):
+        return getattr(self._plan, name)
+
+    def run(self, *args, **kwargs):
+        raise RuntimeError("cuSPARSELt error CUSPARSE_STATUS_INTERNAL_ERROR (injected)")
+
+
+@pytest.mark.cuda
+def test_semi_cuda_failing_configurations_are_skipped(monkeypatch):
+    """On the device: injected failures in every odd configuration are skipped and reported, the
+    result is right; with every configuration failing, the auto backend runs dense."""
+    real_make_plan = sksemi._Problem.make_plan
+    fail = {"odd": True, "all": False}
+
+    def make_plan(self, yt, algorithm=-1):
+        plan, ws = real_make_plan(self, yt, algorithm)
+        if fail["all"] or (algorithm >= 0 and algorithm % 2 == 1):
+            plan = _FailingPlan(plan)
+        return plan, ws
+
+    monkeypatch.setattr(sksemi._Problem, "make_plan", make_plan)
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "cusparselt")
+    for dtype in (torch.float16, torch.bfloat16):
+        sksemi._clear()
+        layer = sk.SemiStructuredLinear(128, 64, device="cuda", dtype=dtype)
+        x = randn(96, 128, dtype=dtype, device="cuda")
+        _check_layer(layer, x, dtype)
+        report = sksemi.search_report()[-1]
+        lt = [c for c in report["candidates"] if c["kind"] == "lt" and not c.get("default")]
+        odd = [c for c in lt if c["algorithm"] % 2 == 1]
+        assert all("error" in c for c in odd), report  # injected (or refused at plan time)
+        assert not any("injected" in c.get("error", "") for c in lt if c["algorithm"] % 2 == 0), report
+        assert any("ms" in c for c in report["candidates"] if c["kind"] == "lt"), report
+        _check_layer(layer, x, dtype)  # the cached choice keeps working
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "auto")
+    fail["all"] = True
+    sksemi._clear()
+    layer = sk.SemiStructuredLinear(128, 64, device="cuda", dtype=torch.float16)
+    x = randn(96, 128, dtype=torch.float16, device="cuda")
+    _check_layer(layer, x, torch.float16)
+    report = sksemi.search_report()[-1]
+    assert report["chosen"].startswith("dense"), report
+    assert all("error" in c for c in report["candidates"] if c["kind"] == "lt"), report
+    sksemi._clear()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("lead", [(40,), (2, 24)])
+def test_semi_cuda_strided_output(monkeypatch, lead):
+    """SPARSEKERN_SEMI_OUTPUT=strided: the Yᵀ layout returns a transposed view (no copy), still
+    right; the custom op (autograd) stays contiguous."""
+    monkeypatch.setenv("SPARSEKERN_SEMI_BACKEND", "cusparselt")
+    monkeypatch.setenv("SPARSEKERN_SEMI_LAYOUT", "yt")
+    monkeypatch.setenv("SPARSEKERN_SEMI_OUTPUT", "strided")
+    layer = sk.SemiStructuredLinear(64, 48, device="cuda", dtype=torch.float16)
+    x = randn(*lead, 64, dtype=torch.float16, device="cuda")
+    ref = torch.nn.functional.linear(x.double(), layer.weight.double(), layer.bias.double())
+    with torch.no_grad():
+        y = layer(x)
+    assert y.shape == ref.shape and not y.is_contiguous()
+    assert rel_error(y, ref) <= tolerance(torch.float16)
+    y = layer(x.requires_grad_())
+    assert y.is_contiguous() and rel_error(y, ref) <= tolerance(torch.float16)
+    monkeypatch.setenv("SPARSEKERN_SEMI_OUTPUT", "sideways")
+    with pytest.raises(ValueError, match="SPARSEKERN_SEMI_OUTPUT"):
+        with torch.no_grad():
+            layer(x)
