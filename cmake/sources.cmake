@@ -136,6 +136,8 @@ if(SPARSEKERN_WITH_CUDA)
       src/bsr/sm90/gen/dds_bf16_64_bn.cu
       src/bsr/sm90/gen/dds_bf16_128_bt.cu
       src/bsr/sm90/gen/dds_bf16_128_bn.cu
+      src/bsr/sm90/gen/dds_tf32_64_bt.cu
+      src/bsr/sm90/gen/dds_tf32_128_bt.cu
       src/bsr/sm90/gen/sdd_f16_64.cu
       src/bsr/sm90/gen/sdd_f16_128.cu
       src/bsr/sm90/gen/sdd_bf16_64.cu

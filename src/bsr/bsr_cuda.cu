@@ -253,12 +253,18 @@ void dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void
 }
 #endif
 
-void dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, bool bf16, int sms, void* stream) {
+void dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
 #if SPARSEKERN_BSR_SM90A
-  if (bf16) dds_sm90_block<sm90::Elem::bf16>(t, nb, b, bt, sms, stream);
-  else dds_sm90_block<sm90::Elem::f16>(t, nb, b, bt, sms, stream);
+  if (dtype == DType::f32) {  // tf32: Bop = Sᵀ, b ∈ {64, 128} (checked by the caller)
+    if (b == 64) sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream);
+    else sm90::dds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
+  } else if (dtype == DType::bf16) {
+    dds_sm90_block<sm90::Elem::bf16>(t, nb, b, bt, sms, stream);
+  } else {
+    dds_sm90_block<sm90::Elem::f16>(t, nb, b, bt, sms, stream);
+  }
 #else
-  (void)t, (void)nb, (void)b, (void)bt, (void)bf16, (void)sms, (void)stream;
+  (void)t, (void)nb, (void)b, (void)bt, (void)dtype, (void)sms, (void)stream;
   throw BackendUnavailable("bsr: this build has no sm_90a kernels");
 #endif
 }
@@ -320,12 +326,16 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
     t.block = int(p.s.block);
     t.bf16 = p.dtype == DType::bf16;
     const int nb = int(p.s.n_blocks), b = int(p.s.block);
-    if (p.dtype != DType::f32 && !c_col && sm90::built() && sm90_enabled() && (b == 32 || b == 64 || b == 128) &&
+    // sm_90a: 16-bit with b ∈ {32, 64, 128}; tf32 with Bop = Sᵀ (wgmma reads tf32 K-major only) and
+    // b ∈ {64, 128} (the forward of a linear layer).
+    const bool sm90_dtype = p.dtype != DType::f32 ? (b == 32 || b == 64 || b == 128)
+                                                  : (p.s.transposed_blocks && (b == 64 || b == 128));
+    if (sm90_dtype && !c_col && sm90::built() && sm90_enabled() &&
         t.nnz > 0 && t.a_cols > 0 && m < (std::int64_t(1) << 31) && t.a_cols < (std::int64_t(1) << 31) &&
         t.nnz * b < (std::int64_t(1) << 31)) {
       const DeviceInfo dev = device_info(p.device.index);
       if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
-        dds_sm90(t, nb, b, p.s.transposed_blocks, p.dtype == DType::bf16, dev.sms, stream);
+        dds_sm90(t, nb, b, p.s.transposed_blocks, p.dtype, dev.sms, stream);
         return;
       }
     }

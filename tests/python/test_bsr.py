@@ -84,14 +84,15 @@ def test_dds(device, block, op_dtype, transpose):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("block", [32, 64, 128])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=_dtype_id)
+@pytest.mark.parametrize("op_dtype", [torch.float16, torch.bfloat16, "tf32"], ids=_dtype_id, indirect=True)
 @pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
-def test_dds_many_tiles_per_cta(block, dtype, transpose):
+def test_dds_many_tiles_per_cta(block, op_dtype, transpose):
     """Large enough that the persistent Hopper kernel gives each CTA several tiles of both of its
     consumers (pipeline wrap-around across tiles), with empty block columns and a ragged last row
     panel; the SM80 kernels run it on other GPUs."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
+    dtype = op_dtype
     device = torch.device("cuda")
     rows, cols, m = 2048, 1536, 4100
     g = torch.Generator().manual_seed(block)

@@ -34,6 +34,7 @@ using namespace cute;
 template <Elem kElem> struct ElemT;
 template <> struct ElemT<Elem::f16> { using type = cutlass::half_t; };
 template <> struct ElemT<Elem::bf16> { using type = cutlass::bfloat16_t; };
+template <> struct ElemT<Elem::tf32> { using type = cutlass::tfloat32_t; };
 
 /// Shared-memory layout atom for an operand whose contiguous extent is `kBytes` per line:
 /// the widest GMMA swizzle that the extent fills (128-byte lines: SW128; 64: SW64).

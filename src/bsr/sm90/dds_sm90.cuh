@@ -30,13 +30,14 @@ struct DdsConfig {
   using T = typename ElemT<kElem>::type;
   static constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
   static constexpr int kBN = kBlock;    // a consumer tile spans one whole block column of C
-  // One 128-byte line of a 16-bit block per k-step (SW128, conflict-free); blocks of 32 use 64 B.
-  static constexpr int kBK = kBlock < 64 ? kBlock : 64;
+  static constexpr int kElemBytes = int(sizeof(T));
+  // One 128-byte line of a block per k-step (SW128, conflict-free); 16-bit blocks of 32 use 64 B.
+  static constexpr int kBK = kBlock < 128 / kElemBytes ? kBlock : 128 / kElemBytes;
   // Rows per consumer tile: 128 for blocks of 64 and 128 (128 × 128: 128 fp32 accumulators per
   // thread, the most a consumer holds without spilling at 232 registers; 128 × 64 keeps 4 stages
   // per ring in 192 KB); 256 for blocks of 32, so that each A tile feeds 32 columns of 256 rows.
   static constexpr int kWgM = kBlock == 32 ? 256 : 128;
-  static constexpr int kStageBytes = (kWgM + kBN) * kBK * 2;
+  static constexpr int kStageBytes = (kWgM + kBN) * kBK * kElemBytes;
   // Two rings (one per consumer) of as many stages as fit in ~200 KB of the 227 KB a Hopper CTA
   // may use, at most 5 each: sparse columns are short, so the producers must run ahead across
   // tile boundaries.
@@ -49,8 +50,8 @@ struct DdsConfig {
                                                 GMMA::Major::K, kMajorB>());
   using TiledMma = decltype(make_tiled_mma(MmaAtom{}));  // one warpgroup; kWgM / 64 atoms along M
 
-  using AtomA = decltype(smem_atom<T, true, kBK * 2>());
-  using AtomB = decltype(smem_atom<T, kBKMajor, (kBKMajor ? kBK : kBN) * 2>());
+  using AtomA = decltype(smem_atom<T, true, kBK * kElemBytes>());
+  using AtomB = decltype(smem_atom<T, kBKMajor, (kBKMajor ? kBK : kBN) * kElemBytes>());
   using SmemLayoutA = decltype(tile_to_shape(AtomA{}, make_shape(Int<kWgM>{}, Int<kBK>{}, Int<kStages>{}),
                                              Step<_1, _2, _3>{}));
   using SmemLayoutB = decltype(tile_to_shape(
@@ -105,6 +106,16 @@ using DdsTmaB = decltype(make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor
                                     typename Cfg::SmemLayoutB{}(_, _, 0),
                                     make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{})));
 
+/// Output tile `tile` → (block column j, row panel mt). Row panel mt's tiles are consecutive (CTAs
+/// working at the same time share its A rows in L2), its columns rotated by mt: with a plain
+/// t % n_cols, the stride between one consumer's tiles (2 · gridDim.x) shares factors with n_cols
+/// (264 and 32 on an H200 with b = 128), so every consumer saw the same 4 columns again and again,
+/// and the consumers that drew the densest columns set the kernel's time.
+__device__ __forceinline__ void tile_coords(int tile, int n_cols, int& j, int& mt) {
+  mt = tile / n_cols;
+  j = (tile % n_cols + mt) % n_cols;
+}
+
 template <class Cfg, bool kBKMajor, class TA, class TB>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     dds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, DdsArgs p, int a_rows,
@@ -146,7 +157,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int parity = 0;
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, parity ^= 1) {
       if (parity != ring) continue;
-      const int j = tile % p.n_cols, mt = tile / p.n_cols;
+      int j, mt;
+      tile_coords(tile, p.n_cols, j, mt);
       const int e0 = p.offsets[j], e1 = p.offsets[j + 1];
       for (int base = e0; base < e1; base += 32) {
         int kb = 0, vi = 0;
@@ -196,7 +208,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int parity = 0;
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, parity ^= 1) {
       if (parity != ring) continue;
-      const int j = tile % p.n_cols, mt = tile / p.n_cols;
+      int j, mt;
+      tile_coords(tile, p.n_cols, j, mt);
       const int nk = (p.offsets[j + 1] - p.offsets[j]) * kKSteps;
       clear(acc);
       mma.accumulate_ = GMMA::ScaleOut::One;
@@ -220,62 +233,91 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (nk > 0) S.rings.empty[ring][prev.index()].arrive();
       warpgroup_fence_operand(acc);
 
-      // Epilogue: fp32 accumulators (+ bias) rounded to 16 bits and stored from registers as full
-      // 16-byte vectors. The wgmma fragment gives lane l of a quad the column pair 2·(l % 4) of
-      // every 8-column group of its row; a 4 × 4 transpose of packed pairs inside the quad (three
-      // xor-shuffles) gives lane q all 8 columns of group 4t + q, so each row is written in whole
-      // 64-byte runs. (4-byte pair stores ran at ~1.3 TB/s: ~50 µs of every 8192 × 4096 call.)
-      const std::int64_t row0 = std::int64_t(mt) * kWgM;
-      const std::int64_t col0 = std::int64_t(j) * kBN;
-      const int q = lane & 3;
-      constexpr int kGroups = kBN / 8;
-      static_assert(kGroups % 4 == 0, "whole quads of 8-column groups");
-      // The bias of this thread's columns (the same for every row), loaded once per tile as packed
-      // pairs: per-element loads inside the loops below cost ~18 µs per 8192 × 4096 call.
-      std::uint32_t bias_pairs[kGroups];
-      CUTE_UNROLL
-      for (int g = 0; g < kGroups; ++g) {
-        bias_pairs[g] = 0;
-        if (bias != nullptr) {
-          const std::uint16_t* bp = reinterpret_cast<const std::uint16_t*>(bias) + col0 + 8 * g + 2 * q;
-          bias_pairs[g] = std::uint32_t(bp[0]) | (std::uint32_t(bp[1]) << 16);
-        }
-      }
-      CUTE_UNROLL
-      for (int mm = 0; mm < size<1>(acc); ++mm) {
+      if constexpr (Cfg::kElemBytes == 4) {
+        // tf32 path, fp32 output: each thread's column pairs stored as 8-byte vectors (a warp
+        // writes whole 32-byte sectors: 4 lanes × 8 bytes per row); the bias pair of an 8-column
+        // group is loaded once for all of the thread's rows.
+        const std::int64_t row0 = std::int64_t(mt) * kWgM;
+        const std::int64_t col0 = std::int64_t(j) * kBN;
+        float* cf = reinterpret_cast<float*>(c);
+        const float* biasf = reinterpret_cast<const float*>(bias);
         CUTE_UNROLL
-        for (int r2 = 0; r2 < 2; ++r2) {
-          const std::int64_t row = row0 + get<0>(tCcC(make_coord(make_coord(0, r2, 0), mm, 0)));
+        for (int g = 0; g < kBN / 8; ++g) {
+          const int col = get<1>(tCcC(make_coord(make_coord(0, 0, g), 0, 0)));
+          const float2 bv = biasf != nullptr ? make_float2(biasf[col0 + col], biasf[col0 + col + 1])
+                                             : make_float2(0.f, 0.f);
           CUTE_UNROLL
-          for (int t = 0; t < kGroups / 4; ++t) {
-            std::uint32_t P[4];
+          for (int mm = 0; mm < size<1>(acc); ++mm) {
             CUTE_UNROLL
-            for (int u = 0; u < 4; ++u) {
-              const auto i0 = make_coord(make_coord(0, r2, 4 * t + u), mm, 0);
-              const auto i1 = make_coord(make_coord(1, r2, 4 * t + u), mm, 0);
-              const float2 bv = unpack_pair<T>(bias_pairs[4 * t + u]);  // zeros without bias
-              P[u] = pack_pair<T>(acc(i0) + bv.x, acc(i1) + bv.y);
+            for (int r2 = 0; r2 < 2; ++r2) {
+              const auto i0 = make_coord(make_coord(0, r2, g), mm, 0);
+              const auto i1 = make_coord(make_coord(1, r2, g), mm, 0);
+              const std::int64_t row = row0 + get<0>(tCcC(i0));
+              if (row < p.m) {
+                *reinterpret_cast<float2*>(cf + row * p.ldc + col0 + col) =
+                    make_float2(acc(i0) + bv.x, acc(i1) + bv.y);
+              }
             }
-            std::uint32_t R[4] = {P[0], P[1], P[2], P[3]};
+          }
+        }
+      } else {
+        // Epilogue: fp32 accumulators (+ bias) rounded to 16 bits and stored from registers as full
+        // 16-byte vectors. The wgmma fragment gives lane l of a quad the column pair 2·(l % 4) of
+        // every 8-column group of its row; a 4 × 4 transpose of packed pairs inside the quad (three
+        // xor-shuffles) gives lane q all 8 columns of group 4t + q, so each row is written in whole
+        // 64-byte runs. (4-byte pair stores ran at ~1.3 TB/s: ~50 µs of every 8192 × 4096 call.)
+        const std::int64_t row0 = std::int64_t(mt) * kWgM;
+        const std::int64_t col0 = std::int64_t(j) * kBN;
+        const int q = lane & 3;
+        constexpr int kGroups = kBN / 8;
+        static_assert(kGroups % 4 == 0, "whole quads of 8-column groups");
+        // The bias of this thread's columns (the same for every row), loaded once per tile as packed
+        // pairs: per-element loads inside the loops below cost ~18 µs per 8192 × 4096 call.
+        std::uint32_t bias_pairs[kGroups];
+        CUTE_UNROLL
+        for (int g = 0; g < kGroups; ++g) {
+          bias_pairs[g] = 0;
+          if (bias != nullptr) {
+            const std::uint16_t* bp = reinterpret_cast<const std::uint16_t*>(bias) + col0 + 8 * g + 2 * q;
+            bias_pairs[g] = std::uint32_t(bp[0]) | (std::uint32_t(bp[1]) << 16);
+          }
+        }
+        CUTE_UNROLL
+        for (int mm = 0; mm < size<1>(acc); ++mm) {
+          CUTE_UNROLL
+          for (int r2 = 0; r2 < 2; ++r2) {
+            const std::int64_t row = row0 + get<0>(tCcC(make_coord(make_coord(0, r2, 0), mm, 0)));
             CUTE_UNROLL
-            for (int k = 1; k < 4; ++k) {
-              const int other = q ^ k;  // lane q sends its pair of group `other`, receives pair `other` of its group
-              const std::uint32_t send = other == 0 ? P[0] : other == 1 ? P[1] : other == 2 ? P[2] : P[3];
-              const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, send, k);
-              R[0] = other == 0 ? recv : R[0];
-              R[1] = other == 1 ? recv : R[1];
-              R[2] = other == 2 ? recv : R[2];
-              R[3] = other == 3 ? recv : R[3];
-            }
-            // R[q] stays P[q]: lane q's own pair of group 4t + q.
-            R[0] = q == 0 ? P[0] : R[0];
-            R[1] = q == 1 ? P[1] : R[1];
-            R[2] = q == 2 ? P[2] : R[2];
-            R[3] = q == 3 ? P[3] : R[3];
-            if (row < p.m) {
-              uint4 v;
-              v.x = R[0], v.y = R[1], v.z = R[2], v.w = R[3];
-              *reinterpret_cast<uint4*>(c + row * p.ldc + col0 + 8 * (4 * t + q)) = v;
+            for (int t = 0; t < kGroups / 4; ++t) {
+              std::uint32_t P[4];
+              CUTE_UNROLL
+              for (int u = 0; u < 4; ++u) {
+                const auto i0 = make_coord(make_coord(0, r2, 4 * t + u), mm, 0);
+                const auto i1 = make_coord(make_coord(1, r2, 4 * t + u), mm, 0);
+                const float2 bv = unpack_pair<T>(bias_pairs[4 * t + u]);  // zeros without bias
+                P[u] = pack_pair<T>(acc(i0) + bv.x, acc(i1) + bv.y);
+              }
+              std::uint32_t R[4] = {P[0], P[1], P[2], P[3]};
+              CUTE_UNROLL
+              for (int k = 1; k < 4; ++k) {
+                const int other = q ^ k;  // lane q sends its pair of group `other`, receives pair `other` of its group
+                const std::uint32_t send = other == 0 ? P[0] : other == 1 ? P[1] : other == 2 ? P[2] : P[3];
+                const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, send, k);
+                R[0] = other == 0 ? recv : R[0];
+                R[1] = other == 1 ? recv : R[1];
+                R[2] = other == 2 ? recv : R[2];
+                R[3] = other == 3 ? recv : R[3];
+              }
+              // R[q] stays P[q]: lane q's own pair of group 4t + q.
+              R[0] = q == 0 ? P[0] : R[0];
+              R[1] = q == 1 ? P[1] : R[1];
+              R[2] = q == 2 ? P[2] : R[2];
+              R[3] = q == 3 ? P[3] : R[3];
+              if (row < p.m) {
+                uint4 v;
+                v.x = R[0], v.y = R[1], v.z = R[2], v.w = R[3];
+                *reinterpret_cast<uint4*>(c + row * p.ldc + col0 + 8 * (4 * t + q)) = v;
+              }
             }
           }
         }

@@ -7,8 +7,10 @@
 
 namespace sparsekern::bsr::sm90 {
 
-/// Element tags (the kernels use CUTLASS's half_t / bfloat16_t internally).
-enum class Elem { f16, bf16 };
+/// Element tags (the kernels use CUTLASS's half_t / bfloat16_t / tfloat32_t internally; tf32 is
+/// fp32 data multiplied on tf32 tensor cores, dds with Bop = Sᵀ only: wgmma takes tf32 operands
+/// K-major only).
+enum class Elem { f16, bf16, tf32 };
 
 /// Whether this build holds the sm_90a kernels (CMAKE_CUDA_ARCHITECTURES names 90a).
 bool built();

@@ -1,0 +1,6 @@
+// One explicit instantiation of the sm_90a block-sparse dds kernel (see ../dds_sm90.cuh).
+#include "../dds_sm90.cuh"
+
+namespace sparsekern::bsr::sm90 {
+template void dds_launch<Elem::tf32, 128, true>(const tc::TcParams&, int, int, void*);
+}  // namespace sparsekern::bsr::sm90
