@@ -2,34 +2,42 @@
 
 A 2:4 weight keeps at most 2 non-zeros in every group of 4 consecutive entries along the input
 dim, the pattern Ampere and Hopper sparse tensor cores multiply at up to twice the dense rate. On
-CUDA (float16 / bfloat16) the forward product runs through cuSPARSELt: the masked weight is
+CUDA (float16 / bfloat16) the forward product may run through cuSPARSELt: the masked weight is
 compressed once per weight version (an optimizer step makes a new version, so training
 recompresses after each step), and the way to run each (input height, shape, bias) is chosen once
-by timing, then cached: every cuSPARSELt kernel configuration in both output layouts (Y directly,
-or Yᵀ and a transpose), plus the dense product with the masked weight, each checked against the
-dense result before it may win. The fastest is kept, so a shape where cuSPARSELt loses runs dense.
-A configuration that fails (an error status, an exception while planning, running or timing it), or
-whose first timed call takes over 3x the dense product, is dropped and listed with its reason in
-``search_report()``; the winner is run and checked once more before it is kept; if every cuSPARSELt
-configuration fails the dense product runs, and a cuSPARSELt failure after the choice switches that
-shape to the dense product with a warning. The choice times kernels (it synchronises the stream),
-so warm up before capturing a CUDA graph; inside a capture the untimed default is used.
+by timing, then cached: by default cuSPARSELt's default kernel configuration in both output layouts
+(Y directly, or Yᵀ and a transpose) against the dense product with the masked weight, each checked
+against the dense result before it may win; the fastest is kept, so a shape where cuSPARSELt loses
+runs dense. A candidate that fails (an error status, an exception while planning, running or timing
+it), or whose first timed call takes over 3x the dense product, is dropped and listed with its
+reason in ``search_report()``; the winner is run and checked once more before it is kept, and a
+cuSPARSELt failure after the choice switches that shape to the dense product with a warning. The
+choice times kernels (it synchronises the stream), so warm up before capturing a CUDA graph; inside
+a capture the untimed default is used.
 
-Measured on an H200 (cuSPARSELt 0.8.0, fp16 8192x4096 -> 4096 with bias; docs/PERF_NOTES.md):
-dense cuBLAS 0.34 ms; torch's own ``_cslt_sparse_mm(c, x.t(), bias)`` (configuration 0, Yᵀ output,
-returned as a transposed view) 0.376 ms in fp16 (1.11x dense) and 0.396 ms in bf16 (1.21x);
-cuSPARSELt's default configuration through this module 0.53 ms (Yᵀ + transpose copy) and 0.64 ms
-(Y). So the issue's target (<= 0.85x dense) is NOT met for fp16 on that machine; in bf16 the timed
-choice found a configuration at 0.73x dense (0.275 ms). Where cuSPARSELt loses, the choice runs dense.
+Why not every configuration by default: sweeping all of cuSPARSELt's configurations
+(``SPARSEKERN_SEMI_SEARCH=1``, or its own ``cusparseLtMatmulSearch``, ``=lt``) found the fast ones,
+but on an H200 with cuSPARSELt 0.8.0 some configurations of small problems (e.g. 16 × 64 → 32 fp16)
+raise an illegal-instruction error, which poisons the process's CUDA context: no library can
+recover from that, so the sweep is opt-in, for shapes you have checked in a separate process.
+
+Measured on an H200 (cuSPARSELt 0.8.0, 8192x4096 -> 4096 with bias; docs/PERF_NOTES.md): dense
+cuBLAS 0.33-0.40 ms; torch's own ``_cslt_sparse_mm(c, x.t(), bias)`` (configuration 0) 0.376 ms in
+fp16 (1.11x dense) and 0.396 ms in bf16 (1.21x); cuSPARSELt's default configuration through this
+module 0.53 ms (Yᵀ + transpose copy) / 0.64 ms (Y) in fp16 and 0.43-0.52 ms in bf16, so the default
+choice runs those shapes dense. The sweep found bf16 configuration 17 (layout Y) at 0.24 ms
+(0.60-0.73x dense); in fp16 the swept configurations failed with CUSPARSE_STATUS_INTERNAL_ERROR.
+The issue's target (<= 0.85x dense, fp16 and bf16) is therefore met only for bf16, opt-in.
 
 Environment:
 - ``SPARSEKERN_SEMI_BACKEND``: ``auto`` (default: cuSPARSELt when libcusparseLt loads, else the
   dense fallback with one warning), ``cusparselt`` (never dense; an error if the library is
   missing), ``dense`` (the masked dense product, no cuSPARSELt). The older
   ``SPARSEKERN_CUSPARSELT=0/1`` means ``dense``/``cusparselt``.
-- ``SPARSEKERN_SEMI_SEARCH``: ``1`` (default) the timed choice above; ``lt`` cuSPARSELt's own
-  ``cusparseLtMatmulSearch`` per layout instead of timing every configuration; ``0`` no timing:
-  cuSPARSELt's default configuration (for compute-sanitizer runs).
+- ``SPARSEKERN_SEMI_SEARCH``: ``default`` (default) the timed choice above; ``1`` also times every
+  cuSPARSELt configuration (see the warning above); ``lt`` cuSPARSELt's own
+  ``cusparseLtMatmulSearch`` per layout (same warning); ``0`` no timing: cuSPARSELt's default
+  configuration (for compute-sanitizer runs).
 - ``SPARSEKERN_SEMI_LAYOUT``: ``y`` or ``yt`` restricts the output layouts tried (default both;
   ``yt`` when not searching).
 - ``SPARSEKERN_SEMI_OUTPUT``: ``contiguous`` (default) or ``strided``: with ``strided``, a module
@@ -204,13 +212,16 @@ def search_report() -> list:
 
 
 def _search_mode() -> str:
-    """``time`` (default), ``lt`` (cusparseLtMatmulSearch) or ``off``; see the module docs."""
-    value = os.environ.get("SPARSEKERN_SEMI_SEARCH", "1").strip().lower()
+    """``default`` (the default: time cuSPARSELt's default configuration against dense), ``time``
+    (every configuration), ``lt`` (cusparseLtMatmulSearch) or ``off``; see the module docs."""
+    value = os.environ.get("SPARSEKERN_SEMI_SEARCH", "default").strip().lower()
     if value in ("0", "false", "off", "no"):
         return "off"
     if value == "lt":
         return "lt"
-    return "time"
+    if value in ("1", "all", "true", "yes", "time"):
+        return "time"
+    return "default"
 
 
 def _search_enabled() -> bool:
@@ -457,7 +468,7 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
                 _check_device_alive(pb, rows)
         else:
             plans = [(-1, probe, probe_ws)]
-            for alg in range(max_id):
+            for alg in range(max_id if mode == "time" else 0):  # the sweep only when asked for
                 try:
                     plan, ws = pb.make_plan(yt, alg)
                     plans.append((alg, plan, ws))

@@ -244,28 +244,27 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 
 #if SPARSEKERN_BSR_SM90A
 template <sm90::Elem kE>
-void dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
+bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
   switch (b) {
-    case 32: bt ? sm90::dds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 32, false>(t, nb, sms, stream); return;
-    case 64: bt ? sm90::dds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 64, false>(t, nb, sms, stream); return;
-    default: bt ? sm90::dds_launch<kE, 128, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 128, false>(t, nb, sms, stream); return;
+    case 32: return bt ? sm90::dds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 32, false>(t, nb, sms, stream);
+    case 64: return bt ? sm90::dds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 64, false>(t, nb, sms, stream);
+    default: return bt ? sm90::dds_launch<kE, 128, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 128, false>(t, nb, sms, stream);
   }
 }
 #endif
 
-void dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
+/// The sm_90a dds; false when it did not launch (a TMA descriptor refused: run the SM80 kernel).
+bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
 #if SPARSEKERN_BSR_SM90A
   if (dtype == DType::f32) {  // tf32: Bop = Sᵀ, b ∈ {64, 128} (checked by the caller)
-    if (b == 64) sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream);
-    else sm90::dds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
-  } else if (dtype == DType::bf16) {
-    dds_sm90_block<sm90::Elem::bf16>(t, nb, b, bt, sms, stream);
-  } else {
-    dds_sm90_block<sm90::Elem::f16>(t, nb, b, bt, sms, stream);
+    return b == 64 ? sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
+                   : sm90::dds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
   }
+  if (dtype == DType::bf16) return dds_sm90_block<sm90::Elem::bf16>(t, nb, b, bt, sms, stream);
+  return dds_sm90_block<sm90::Elem::f16>(t, nb, b, bt, sms, stream);
 #else
   (void)t, (void)nb, (void)b, (void)bt, (void)dtype, (void)sms, (void)stream;
-  throw BackendUnavailable("bsr: this build has no sm_90a kernels");
+  return false;
 #endif
 }
 
@@ -335,8 +334,7 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
         t.nnz * b < (std::int64_t(1) << 31)) {
       const DeviceInfo dev = device_info(p.device.index);
       if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
-        dds_sm90(t, nb, b, p.s.transposed_blocks, p.dtype, dev.sms, stream);
-        return;
+        if (dds_sm90(t, nb, b, p.s.transposed_blocks, p.dtype, dev.sms, stream)) return;
       }
     }
     if (p.dtype == DType::f32) {
@@ -382,14 +380,15 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
       const DeviceInfo dev = device_info(p.device.index);
       if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
         const int rows = int(p.a.rows), cols = int(p.b.cols);
+        bool launched;
         if (b == 64) {
-          if (t.bf16) sm90::sdd_launch<sm90::Elem::bf16, 64>(t, nnz, rows, cols, dev.sms, stream);
-          else sm90::sdd_launch<sm90::Elem::f16, 64>(t, nnz, rows, cols, dev.sms, stream);
+          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64>(t, nnz, rows, cols, dev.sms, stream)
+                            : sm90::sdd_launch<sm90::Elem::f16, 64>(t, nnz, rows, cols, dev.sms, stream);
         } else {
-          if (t.bf16) sm90::sdd_launch<sm90::Elem::bf16, 128>(t, nnz, rows, cols, dev.sms, stream);
-          else sm90::sdd_launch<sm90::Elem::f16, 128>(t, nnz, rows, cols, dev.sms, stream);
+          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128>(t, nnz, rows, cols, dev.sms, stream)
+                            : sm90::sdd_launch<sm90::Elem::f16, 128>(t, nnz, rows, cols, dev.sms, stream);
         }
-        return;
+        if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
       }
     }
 #endif

@@ -11,6 +11,7 @@
 #include <cutlass/numeric_types.h>
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 
+#include <cuda.h>  // CUtensorMap types only: the encoder is reached through the runtime's entry point
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -123,6 +124,51 @@ __device__ __forceinline__ float2 unpack_pair(std::uint32_t w) {
   } else {
     return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
   }
+}
+
+/// Whether cuTensorMapEncodeTiled accepts a 2-D tiled map with these parameters (the ones CuTe's
+/// make_tma_atom derives for our tiles). Checked before building the real descriptors because
+/// CuTe reports an encoding failure by printing to std::cerr and carrying on with a garbage
+/// descriptor: in a wheel whose libstdc++ is linked statically that print crashed the process
+/// (seen on the H200 in a benchmark), and a garbage descriptor would hang the kernel. On false the
+/// caller runs the SM80 kernel instead.
+template <class T>
+bool tma_encodable(const void* addr, std::uint64_t dim0, std::uint64_t dim1, std::uint64_t stride1_bytes,
+                   std::uint32_t box0, std::uint32_t box1) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  // A pending error of an earlier asynchronous call is returned by the next runtime call, which
+  // makes CUTLASS's own entry-point lookup (inside make_tma_atom) fail: leave such a state alone
+  // (its owner reports it) and take the SM80 kernel.
+  if (cudaPeekAtLastError() != cudaSuccess) return false;
+  static std::atomic<Encode> cached{nullptr};
+  Encode encode = cached.load(std::memory_order_acquire);
+  if (encode == nullptr) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &status) !=
+            cudaSuccess ||
+        status != cudaDriverEntryPointSuccess || fn == nullptr) {
+      return false;  // not cached: tried again next time
+    }
+    encode = reinterpret_cast<Encode>(fn);
+    cached.store(encode, std::memory_order_release);
+  }
+  constexpr std::uint32_t kElem = sizeof(T);
+  const CUtensorMapDataType type = std::is_same_v<T, cutlass::half_t>       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                   : std::is_same_v<T, cutlass::bfloat16_t> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                            : CU_TENSOR_MAP_DATA_TYPE_TFLOAT32;
+  const CUtensorMapSwizzle swizzle =
+      box0 * kElem >= 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  alignas(64) CUtensorMap map;
+  const cuuint64_t dims[2] = {dim0, dim1};
+  const cuuint64_t strides[1] = {stride1_bytes};
+  const cuuint32_t box[2] = {box0, box1};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  return encode(&map, type, 2, const_cast<void*>(addr), dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 /// Raises the kernel's dynamic shared-memory limit once per (kernel, device).

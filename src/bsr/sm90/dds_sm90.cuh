@@ -332,7 +332,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 }
 
 template <Elem kElem, int kBlock, bool kBKMajor>
-void dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
+bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
   using Cfg = DdsConfig<kElem, kBlock, kBKMajor>;
   using TA = DdsTmaA<Cfg, kBKMajor>;
   using TB = DdsTmaB<Cfg, kBKMajor>;
@@ -340,6 +340,18 @@ void dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stre
                  p.nnz > 0 && p.nnz * kBlock < (std::int64_t(1) << 31) && !p.c_col_major,
              "bsr (sm90 dds): unsupported problem");
   const int m = int(p.m), k = int(p.a_cols), nnz = int(p.nnz);
+  {
+    using T = typename Cfg::T;
+    constexpr std::uint64_t E = sizeof(T);
+    constexpr std::uint32_t kMnBox = std::min<int>(Cfg::kBN, int(128 / E));  // MN-major: one swizzle span
+    const bool a_ok = tma_encodable<T>(p.a, std::uint64_t(k), std::uint64_t(m), std::uint64_t(p.lda) * E,
+                                       Cfg::kBK, Cfg::kWgM);
+    const bool b_ok = kBKMajor ? tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
+                                                  Cfg::kBK, Cfg::kBN)
+                               : tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
+                                                  kMnBox, Cfg::kBK);
+    if (!a_ok || !b_ok) return false;
+  }
   TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
                            make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{}));
   TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz),
@@ -354,6 +366,7 @@ void dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stre
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, m, k,
                                                                                      nnz);
   SK_CUDA_CHECK_LAUNCH();
+  return true;
 }
 
 }  // namespace sparsekern::bsr::sm90

@@ -19,15 +19,16 @@ bool built();
 /// blocks of kBlock (column-wise index set in p.offsets/indices/value_index, as for tc::dds_launch).
 /// kBKMajor: Bop = Sᵀ (stored blocks read transposed). Requirements (checked by the caller):
 /// compute capability 9.0, p.c_col_major == false, 16-byte aligned A/C/values with 16-byte
-/// aligned row strides, p.nnz > 0, m and k below 2³¹. `stream` is a cudaStream_t.
+/// aligned row strides, p.nnz > 0, m and k below 2³¹. `stream` is a cudaStream_t. Returns false
+/// (nothing launched) when the driver refuses a TMA descriptor: the caller runs the SM80 kernel.
 template <Elem kElem, int kBlock, bool kBKMajor>
-void dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream);
+bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream);
 
 /// values[p] = (A · B)[block p] for the `nnz_blocks` blocks of the pattern (p.block_rows/block_cols),
 /// A (a_rows × p.k) with unit row stride (column stride p.lda), B (p.k × b_cols) with unit column
 /// stride (row stride p.ldb), out written row-major per block. kBlock ∈ {64, 128}; requirements
 /// as for dds_launch (p.k > 0, 16-byte alignment, sizes below 2³¹).
 template <Elem kElem, int kBlock>
-void sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream);
+bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream);
 
 }  // namespace sparsekern::bsr::sm90

@@ -170,11 +170,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 }
 
 template <Elem kElem, int kBlock>
-void sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream) {
+bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream) {
   using Cfg = SddConfig<kElem, kBlock>;
   using TA = SddTmaA<Cfg>;
   using TB = SddTmaB<Cfg>;
   SK_EXPECTS(p.k > 0 && nnz_blocks > 0 && a_rows > 0 && b_cols > 0, "bsr (sm90 sdd): unsupported problem");
+  {
+    using T = typename Cfg::T;
+    constexpr std::uint64_t E = sizeof(T);
+    if (!tma_encodable<T>(p.a, std::uint64_t(a_rows), std::uint64_t(p.k), std::uint64_t(p.lda) * E, 64, Cfg::kBK) ||
+        !tma_encodable<T>(p.b, std::uint64_t(b_cols), std::uint64_t(p.k), std::uint64_t(p.ldb) * E, 64, Cfg::kBK)) {
+      return false;
+    }
+  }
   TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, sdd_a_view<Cfg>(p.a, a_rows, p.k, p.lda),
                            typename Cfg::SmemLayoutA{}(_, _, 0), make_shape(Int<Cfg::kTM>{}, Int<Cfg::kBK>{}));
   TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, sdd_b_view<Cfg>(p.b, b_cols, p.k, p.ldb),
@@ -188,6 +196,7 @@ void sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, i
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, a_rows,
                                                                                      b_cols);
   SK_CUDA_CHECK_LAUNCH();
+  return true;
 }
 
 }  // namespace sparsekern::bsr::sm90

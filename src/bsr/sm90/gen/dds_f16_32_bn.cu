@@ -2,5 +2,5 @@
 #include "../dds_sm90.cuh"
 
 namespace sparsekern::bsr::sm90 {
-template void dds_launch<Elem::f16, 32, false>(const tc::TcParams&, int, int, void*);
+template bool dds_launch<Elem::f16, 32, false>(const tc::TcParams&, int, int, void*);
 }  // namespace sparsekern::bsr::sm90
