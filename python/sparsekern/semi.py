@@ -278,6 +278,28 @@ def _compressed_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_p
     return data
 
 
+_masked: dict = {}  # id(weight) -> _Compressed(weakref, key, weight∘mask)
+
+
+def _masked_weight(weight: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """weight∘mask for the dense choice, cached like the compressed weight (recomputed only when
+    the weight or mask changed): multiplying per call cost ~0.1 ms at 4096 × 4096 (H200, fp16/bf16
+    8192 × 4096 → 4096: 0.47 ms against F.linear's 0.35 ms)."""
+    key = (weight.data_ptr(), weight._version, mask.data_ptr(), mask._version, weight.dtype)
+    entry = _masked.get(id(weight))
+    if entry is not None and entry.ref() is weight and entry.key == key:
+        return entry.data
+    with torch.no_grad():
+        data = (weight * mask).contiguous()
+    ident = id(weight)
+    with _lock:
+        fresh = entry is None or entry.ref() is not weight
+        _masked[ident] = _Compressed(weakref.ref(weight), key, data)
+    if fresh:
+        weakref.finalize(weight, _masked.pop, ident, None)
+    return data
+
+
 class _Choice:
     """How one problem runs: ``kind`` "lt" (a cuSPARSELt plan, its workspace, its output layout) or
     "dense" (F.linear with the masked weight)."""
@@ -326,7 +348,7 @@ class _Problem:
 
     def run(self, choice: _Choice) -> torch.Tensor:
         if choice.kind == "dense":
-            return F.linear(self.x2, self.weight * self.mask, self.bias)
+            return F.linear(self.x2, _masked_weight(self.weight, self.mask), self.bias)
         y = self.y_buffer(choice.y_transposed)
         choice.plan.run(*self.args(y, choice.y_transposed), *_ws(choice.ws), self.stream,
                         y_transposed=choice.y_transposed)
@@ -426,7 +448,8 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
                 row["error"] = "wrong result"
                 return
             first = _time_once(lambda: pb.run(choice))
-            if first > _ABANDON_FACTOR * dense_ms:
+            # (not when the backend forbids dense: then nothing is faster to fall back to)
+            if backend != "cusparselt" and first > _ABANDON_FACTOR * dense_ms:
                 row["error"] = f"abandoned: first timed call {first:.3f} ms > {_ABANDON_FACTOR:g}x dense {dense_ms:.3f} ms"
                 return
             row["ms"] = _time_ms(lambda: pb.run(choice))
@@ -581,6 +604,7 @@ def _clear() -> None:
         _plans.clear()
         _reports.clear()
         _compressed.clear()
+        _masked.clear()
 
 
 def _alloc(nbytes: int, device):

@@ -382,6 +382,20 @@ def test_semi_choice_skips_failing_candidates(fake_clock):
     assert "ms" in rows["yt", 0] and "ms" in rows["y", 0]  # the others were still timed
 
 
+def test_semi_choice_default_mode_times_only_default_configs(fake_clock):
+    """The default mode times cuSPARSELt's default configuration per layout against dense, no sweep;
+    with the cusparselt backend a slow only-candidate is kept (dense is not an option)."""
+    costs = {"dense": 1.0, ("yt", 0): 5.0, ("y", 0): 6.0}
+    pb = fake_clock["pb"] = _FakeProblem({}, costs)
+    choice, report = sksemi._choose(pb, "auto", "default")
+    lt_rows = [r for r in report["candidates"] if r["kind"] == "lt"]
+    assert {r["layout"] for r in lt_rows} == {"yt", "y"} and all(r.get("default") for r in lt_rows), report
+    assert choice.kind == "dense", report  # both were > 3x dense: abandoned
+    pb = fake_clock["pb"] = _FakeProblem({}, costs)
+    choice, report = sksemi._choose(pb, "cusparselt", "default")
+    assert choice.kind == "lt" and not any("abandoned" in r.get("error", "") for r in report["candidates"]), report
+
+
 def test_semi_choice_all_failing_runs_dense(fake_clock):
     script = {(lt, a): "raise" for lt in ("y", "yt") for a in range(4)}
     pb = fake_clock["pb"] = _FakeProblem(script, {})
