@@ -18,6 +18,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "bsr" / "tc" / "gen"
+OUT_SM90 = ROOT / "src" / "bsr" / "sm90" / "gen"
 
 PATHS = {"h16": "false", "tf32": "true"}  # name -> kTf32
 DDS_TILES = (16, 32, 64)
@@ -44,28 +45,63 @@ def instantiations():
                    f"template void sdd_launch<{tf32}, {tile}>(const TcParams&, int, void*);")
 
 
+SM90_HEADER = """\
+// One explicit instantiation of the sm_90a block-sparse {op} kernel (see ../{op}_sm90.cuh).
+#include "../{op}_sm90.cuh"
+
+namespace sparsekern::bsr::sm90 {{
+{body}
+}}  // namespace sparsekern::bsr::sm90
+"""
+
+
+def sm90_instantiations():
+    """The Hopper kernels (src/bsr/sm90, built for 90a-real only): 16-bit dds for b = 32/64/128 in
+    both B majors, tf32 dds for Bop = Sᵀ at b = 64/128 (wgmma takes tf32 K-major only), 16-bit sdd
+    at b = 64/128. ~30-55 s of single-core nvcc time each."""
+    for e in ("f16", "bf16"):
+        for b in (32, 64, 128):
+            for tag, km in (("bt", "true"), ("bn", "false")):
+                yield (f"dds_{e}_{b}_{tag}.cu", "dds",
+                       f"template bool dds_launch<Elem::{e}, {b}, {km}>(const tc::TcParams&, int, int, void*);")
+    for b in (64, 128):
+        yield (f"dds_tf32_{b}_bt.cu", "dds",
+               f"template bool dds_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, void*);")
+    for e in ("f16", "bf16"):
+        for b in (64, 128):
+            yield (f"sdd_{e}_{b}.cu", "sdd",
+                   f"template bool sdd_launch<Elem::{e}, {b}>(const tc::TcParams&, int, int, int, int, void*);")
+
+
+def _write(out: pathlib.Path, files: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = set()
+    for name, text in files:
+        wanted.add(name)
+        path = out / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    for stale in out.glob("*.cu"):
+        if stale.name not in wanted:
+            stale.unlink()
+    print(f"{len(files)} instantiations in {out.relative_to(ROOT)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cmake", action="store_true", help="print the source list for cmake/sources.cmake")
     args = ap.parse_args()
-    files = list(instantiations())
+    files = [(name, HEADER.format(body=body)) for name, body in instantiations()]
+    sm90 = [(name, SM90_HEADER.format(op=op, body=body)) for name, op, body in sm90_instantiations()]
     if args.cmake:
         for name, _ in files:
             print(f"    src/bsr/tc/gen/{name}")
+        print("  # sm_90a object library:")
+        for name, _ in sm90:
+            print(f"      src/bsr/sm90/gen/{name}")
         return
-    OUT.mkdir(parents=True, exist_ok=True)
-    wanted = set()
-    for name, body in files:
-        wanted.add(name)
-        text = HEADER.format(body=body)
-        path = OUT / name
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-    for stale in OUT.glob("*.cu"):
-        if stale.name not in wanted:
-            stale.unlink()
-    print(f"{len(files)} instantiations in {OUT.relative_to(ROOT)}")
-
+    _write(OUT, files)
+    _write(OUT_SM90, sm90)
 
 if __name__ == "__main__":
     main()
