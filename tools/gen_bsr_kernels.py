@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/bsr/tc/gen/*.cu: one explicit instantiation of a block-sparse tensor-core kernel
+"""Generates src/bsr/tc/gen/*.cu and src/bsr/sm90/gen/*.cu: one explicit instantiation of a block-sparse kernel
 per file, so a CUDA build compiles them in parallel and a change to one tile recompiles one file.
 
 The list below is the whole set the dispatcher (src/bsr/bsr_cuda.cu) may call. Each instantiation
