@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -182,28 +183,26 @@ void sdd_simt(const SddParams& p, cudaStream_t stream) {
 // ------------------------------------------------------------------------------------------------
 // Tensor-core path selection
 // ------------------------------------------------------------------------------------------------
-int compute_capability_major(int device) {
-  static int cached[64] = {};  // 0 = unknown; benign race: every writer stores the same value
-  if (device >= 0 && device < 64 && cached[device] != 0) return cached[device];
-  int major = 0;
-  SK_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (device >= 0 && device < 64) cached[device] = major;
-  return major;
-}
-
 struct DeviceInfo {
   int major = 0, minor = 0, sms = 0;
 };
 
-/// Compute capability and multiprocessor count of `device`, cached (every writer stores the same).
+/// Compute capability and multiprocessor count of `device`, queried once per device (cached as
+/// one packed atomic word, so a concurrent reader never sees half of an entry).
 DeviceInfo device_info(int device) {
-  static DeviceInfo cached[64];
-  if (device >= 0 && device < 64 && cached[device].sms != 0) return cached[device];
+  static std::atomic<std::uint64_t> cached[64] = {};  // 0 = unknown; else sms << 16 | major << 8 | minor
+  if (device >= 0 && device < 64) {
+    const std::uint64_t w = cached[device].load(std::memory_order_relaxed);
+    if (w != 0) return DeviceInfo{int((w >> 8) & 0xff), int(w & 0xff), int(w >> 16)};
+  }
   DeviceInfo d;
   SK_CUDA_TRY(cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device));
   SK_CUDA_TRY(cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, device));
   SK_CUDA_TRY(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device));
-  if (device >= 0 && device < 64) cached[device] = d;
+  if (device >= 0 && device < 64) {
+    cached[device].store(std::uint64_t(d.sms) << 16 | std::uint64_t(d.major & 0xff) << 8 | std::uint64_t(d.minor & 0xff),
+                         std::memory_order_relaxed);
+  }
   return d;
 }
 
@@ -222,7 +221,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15
 bool tc_dtype(DType dtype, dense::Fp32Math math, int device) {
   const bool ok = dtype == DType::f16 || dtype == DType::bf16 ||
                   (dtype == DType::f32 && math == dense::Fp32Math::tf32);
-  return ok && compute_capability_major(device) >= 8;
+  return ok && device_info(device).major >= 8;
 }
 
 /// A view whose `unit` stride is 1 and whose other stride (`ld`) keeps every line 16-byte

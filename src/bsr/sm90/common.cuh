@@ -22,6 +22,7 @@
 
 #include "../../common/check.h"
 #include "../../common/cuda_check.h"
+#include "../../common/kernel_attr.cuh"
 #include "dds_sm90.h"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -171,16 +172,6 @@ bool tma_encodable(const void* addr, std::uint64_t dim0, std::uint64_t dim1, std
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/// Raises the kernel's dynamic shared-memory limit once per (kernel, device).
-template <auto kKernel>
-void allow_smem(std::size_t bytes) {
-  static std::atomic<std::uint64_t> done_mask{0};
-  int device = 0;
-  SK_CUDA_TRY(cudaGetDevice(&device));
-  const std::uint64_t bit = device < 64 ? (std::uint64_t(1) << device) : 0;
-  if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return;
-  SK_CUDA_TRY(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  done_mask.fetch_or(bit, std::memory_order_acq_rel);
-}
+using sparsekern::detail::allow_smem;
 
 }  // namespace sparsekern::bsr::sm90
