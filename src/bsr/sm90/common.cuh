@@ -172,6 +172,35 @@ bool tma_encodable(const void* addr, std::uint64_t dim0, std::uint64_t dim1, std
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/// One consumer tile's main loop (dds and sdd): acc = Σ over the next `nk` stages of ring `ring`
+/// (from `state`, which is advanced past them) of A_stage · B_stage on wgmma. One wgmma batch stays
+/// in flight; a stage is released as soon as the batch that read it has finished.
+template <int kPerRing, class State, class Mma, class FragA, class FragB, class Acc>
+__device__ __forceinline__ void consume_tile(Rings<kPerRing>& rings, int ring, State& state, int nk, int tile, Mma& mma,
+                                             FragA& tCrA, FragB& tCrB, Acc& acc) {
+  clear(acc);
+  mma.accumulate_ = GMMA::ScaleOut::One;
+  warpgroup_fence_operand(acc);
+  State prev = state;
+  for (int k = 0; k < nk; ++k) {
+    wait_barrier(rings.full[ring][state.index()], state.phase(), "full", state.index(), tile);
+    const int stage = ring * kPerRing + state.index();
+    warpgroup_arrive();
+    CUTE_UNROLL
+    for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+      gemm(mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
+    }
+    warpgroup_commit_batch();
+    warpgroup_wait<1>();  // the previous k-step's wgmma is done: its stage can be refilled
+    if (k > 0) rings.empty[ring][prev.index()].arrive();
+    prev = state;
+    ++state;
+  }
+  warpgroup_wait<0>();
+  if (nk > 0) rings.empty[ring][prev.index()].arrive();
+  warpgroup_fence_operand(acc);
+}
+
 using sparsekern::detail::allow_smem;
 
 }  // namespace sparsekern::bsr::sm90

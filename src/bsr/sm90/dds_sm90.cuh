@@ -211,27 +211,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       int j, mt;
       tile_coords(tile, p.n_cols, j, mt);
       const int nk = (p.offsets[j + 1] - p.offsets[j]) * kKSteps;
-      clear(acc);
-      mma.accumulate_ = GMMA::ScaleOut::One;
-      warpgroup_fence_operand(acc);
-      State prev = state;
-      for (int k = 0; k < nk; ++k) {
-        wait_barrier(S.rings.full[ring][state.index()], state.phase(), "full", state.index(), tile);
-        const int stage = ring * kPerRing + state.index();
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int kb = 0; kb < size<2>(tCrA); ++kb) {
-          gemm(mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
-        }
-        warpgroup_commit_batch();
-        warpgroup_wait<1>();  // the previous k-step's wgmma is done: its stage can be refilled
-        if (k > 0) S.rings.empty[ring][prev.index()].arrive();
-        prev = state;
-        ++state;
-      }
-      warpgroup_wait<0>();
-      if (nk > 0) S.rings.empty[ring][prev.index()].arrive();
-      warpgroup_fence_operand(acc);
+      consume_tile(S.rings, ring, state, nk, tile, mma, tCrA, tCrB, acc);
 
       if constexpr (Cfg::kElemBytes == 4) {
         // tf32 path, fp32 output: each thread's column pairs stored as 8-byte vectors (a warp

@@ -133,27 +133,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int parity = 0;
     for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
       if (parity != ring) continue;
-      clear(acc);
-      mma.accumulate_ = GMMA::ScaleOut::One;
-      warpgroup_fence_operand(acc);
-      State prev = state;
-      for (int k = 0; k < nk; ++k) {
-        wait_barrier(S.rings.full[ring][state.index()], state.phase(), "full", state.index(), tile);
-        const int stage = ring * kPerRing + state.index();
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int kb = 0; kb < size<2>(tCrA); ++kb) {
-          gemm(mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
-        }
-        warpgroup_commit_batch();
-        warpgroup_wait<1>();
-        if (k > 0) S.rings.empty[ring][prev.index()].arrive();
-        prev = state;
-        ++state;
-      }
-      warpgroup_wait<0>();
-      if (nk > 0) S.rings.empty[ring][prev.index()].arrive();
-      warpgroup_fence_operand(acc);
+      consume_tile(S.rings, ring, state, nk, tile, mma, tCrA, tCrB, acc);
 
       const int blk = tile / kSlices, slice = tile % kSlices;
       T* dst = out + std::int64_t(blk) * kBN * kBN + std::int64_t(slice) * kTM * kBN;
