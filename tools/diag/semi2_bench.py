@@ -1,4 +1,4 @@
-"""Diagnostics of the 2:4 (semi) family on the GPU, one configuration per process (see semi2.sh).
+"""Diagnostics of the 2:4 (semi) family on the GPU, one configuration per process (see semi3.sh).
 
 usage: python3 semi2_bench.py torch|ours|backward|sanitize|info [dtype]
 Times with CUDA events (median of 7 x 20 calls after warm-up), rel errors against float64.
