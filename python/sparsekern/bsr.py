@@ -626,19 +626,28 @@ def _setup_dds(ctx, inputs, output):
     ctx.rows, ctx.cols, ctx.transpose, ctx.has_bias = rows, cols, transpose, bias is not None
 
 
+def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, need_bias, differentiable):
+    """(dA, dS values, dbias) of dds per the table above; `differentiable` runs the custom ops (a
+    graph for double backward), else the kernels directly."""
+    def dds_(x, v, idx, *rest):
+        return _dds_op(x, v, *idx, *rest) if differentiable else _dds_impl(x, v, idx, *rest)
+
+    def sdd_(x, y, like, idx, *rest):
+        return _sdd_op(x, y, like, *idx, *rest) if differentiable else _sdd_impl(x, y, like, idx, *rest)
+
+    index = tuple(index)
+    ga = dds_(grad, values, index, rows, cols, not transpose, None) if need_a else None
+    gv = None
+    if need_v:
+        gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
+    gbias = grad.sum(0) if need_bias else None
+    return ga, gv, gbias
+
+
 def _backward_dds(ctx, grad):
     a, values, *index = ctx.saved_tensors
-    rows, cols, transpose = ctx.rows, ctx.cols, ctx.transpose
-    ga = gv = gbias = None
-    if ctx.needs_input_grad[0]:
-        ga = _dds_op(grad, values, *index, rows, cols, not transpose, None)
-    if ctx.needs_input_grad[1]:
-        if transpose:
-            gv = _sdd_op(grad.t(), a, values, *index, rows, cols)
-        else:
-            gv = _sdd_op(a.t(), grad, values, *index, rows, cols)
-    if ctx.has_bias and ctx.needs_input_grad[11]:
-        gbias = grad.sum(0)
+    ga, gv, gbias = _dds_grads(grad, a, values, index, ctx.rows, ctx.cols, ctx.transpose, ctx.needs_input_grad[0],
+                               ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[11], True)
     return (ga, gv) + (None,) * 9 + (gbias,)
 
 
@@ -706,22 +715,10 @@ class _DdsFunction(torch.autograd.Function):
     def backward(ctx, grad):
         a, values, *index = ctx.saved_tensors
         rows, cols, transpose, has_bias = ctx.meta
-        ga = gv = gbias = None
-        if torch.is_grad_enabled():  # create_graph=True: differentiable custom ops
-            if ctx.needs_input_grad[0]:
-                ga = _dds_op(grad, values, *index, rows, cols, not transpose, None)
-            if ctx.needs_input_grad[1]:
-                gv = (_sdd_op(grad.t(), a, values, *index, rows, cols) if transpose
-                      else _sdd_op(a.t(), grad, values, *index, rows, cols))
-        else:
-            index = tuple(index)
-            if ctx.needs_input_grad[0]:
-                ga = _dds_impl(grad, values, index, rows, cols, not transpose, None)
-            if ctx.needs_input_grad[1]:
-                gv = (_sdd_impl(grad.t(), a, values, index, rows, cols) if transpose
-                      else _sdd_impl(a.t(), grad, values, index, rows, cols))
-        if has_bias and ctx.needs_input_grad[6]:
-            gbias = grad.sum(0)
+        # create_graph=True (grad mode on here): the differentiable custom ops
+        ga, gv, gbias = _dds_grads(grad, a, values, index, rows, cols, transpose, ctx.needs_input_grad[0],
+                                   ctx.needs_input_grad[1], has_bias and ctx.needs_input_grad[6],
+                                   torch.is_grad_enabled())
         return ga, gv, None, None, None, None, gbias
 
 
