@@ -9,7 +9,8 @@
 // Rows longer than the largest register tile (16K elements) go to a streaming kernel that reads the
 // row twice from global memory (the second read mostly hits L2) and writes it once.
 // 16-bit rows of 257…4096 elements (multiples of 8, 16-byte aligned) take the warp-row kernels
-// instead ("Warp rows" below): one warp per row, raw 16-byte words in registers, shuffles only.
+// instead ("Warp rows" below): one warp per row, raw 16-byte words in registers, shuffles only
+// (the norms on sm_90+: four warps per row of 1025…4096 elements, see norm_cuda.cu).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -282,6 +283,17 @@ template <int VPW>
 __device__ __forceinline__ void launder_words(uint4* raw) {
 #pragma unroll
   for (int k = 0; k < VPW; ++k) asm volatile("" : "+r"(raw[k].x), "+r"(raw[k].y), "+r"(raw[k].z), "+r"(raw[k].w));
+}
+
+/// Σ p[0..N) as a pairwise tree (log2 N dependent adds instead of N − 1).
+template <int N, typename A>
+__device__ __forceinline__ A sum_slots(const A* p) {
+  static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
+  if constexpr (N == 1) {
+    return p[0];
+  } else {
+    return sum_slots<N / 2>(p) + sum_slots<N / 2>(p + N / 2);
+  }
 }
 
 template <typename A, typename Op>

@@ -230,7 +230,7 @@ __device__ __forceinline__ void softmax_backward_warp_row(uint4* graw, uint4* yr
   using A = acc_t<T>;
   constexpr int V = kVec<T>;
   const int lane = threadIdx.x % 32;
-  A dot = 0;
+  A part[V] = {};  // one partial sum per element slot: V short chains instead of one long one
 #pragma unroll
   for (int k = 0; k < VPW; ++k) {
     if (std::int64_t(k) * 32 + lane < nvec) {
@@ -238,12 +238,12 @@ __device__ __forceinline__ void softmax_backward_warp_row(uint4* graw, uint4* yr
       unpack_vec<T>(graw[k], gf);
       unpack_vec<T>(yraw[k], yf);
 #pragma unroll
-      for (int e = 0; e < V; ++e) dot += gf[e] * yf[e];
+      for (int e = 0; e < V; ++e) part[e] += gf[e] * yf[e];
     }
   }
   launder_words<VPW>(graw);
   launder_words<VPW>(yraw);
-  dot = warp_allreduce(dot, SumOp{});
+  const A dot = warp_allreduce(sum_slots<V>(part), SumOp{});
   uint4* out = reinterpret_cast<uint4*>(grow);
 #pragma unroll
   for (int k = 0; k < VPW; ++k) {

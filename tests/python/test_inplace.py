@@ -8,6 +8,9 @@ names the argument and leaves its input unchanged.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -711,9 +714,11 @@ def test_warp_row_boundaries(device, dtype, cols):
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
 @pytest.mark.parametrize("cols", [264, 1032, 4096])
 def test_warp_rows_many_rows(device, dtype, cols):
-    """More rows than warps resident on an H200 (132 SMs · 4 blocks · 4 warps): every warp handles
-    several rows (and, for short rows, prefetches the next one). CPU: a few rows suffice."""
-    rows = 2500 if device.type == "cuda" else 3
+    """More rows than warps resident on an H200: every warp handles several rows (register path:
+    prefetches the next one; bulk path: reuses each buffer of its ring). CPU: a few rows suffice."""
+    # CUDA: enough rows that every warp goes several times around its ring of row buffers on sm_90
+    # (bulk_rows.cuh: 2-8 buffers per warp, more warps resident for short rows).
+    rows = {264: 80000, 1032: 20000, 4096: 8000}[cols] if device.type == "cuda" else 3
     x = randn(rows, cols, dtype=dtype, device=device) * 3
     x[-1] = -math.inf  # the last row of the grid-stride loop is fully masked: zeros
     x64 = x.double()
@@ -726,6 +731,30 @@ def test_warp_rows_many_rows(device, dtype, cols):
     ref = F.layer_norm(xn.double(), (cols,), w.double(), None)
     sparsekern.inplace_layer_norm(xn, (cols,), w)
     _assert_close(xn, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("cols", [1024, 4096])
+def test_warp_rows_norm_shifted_stats(device, dtype, cols):
+    """The 16-bit warp-row norms take mean and variance from one pass shifted by the row's first
+    element: a first element far out (an outlier), rows with a large common offset and a constant
+    row (variance exactly 0: the output is the bias) stay right against float64."""
+    rows = 6
+    x = randn(rows, cols, dtype=torch.float64)
+    x[0, 0] = 3000.0  # the shift is an extreme outlier
+    x[1] += 500.0  # large offset, small spread
+    x[2, 0] = -200.0
+    x[3] = 7.0  # constant row
+    x = x.to(dtype=dtype, device=device)
+    w, b = randn(cols, dtype=dtype, device=device), randn(cols, dtype=dtype, device=device)
+    ln_ref, rms_ref = _norm_refs(x.double(), w.double(), b.double(), 1e-5)
+    ln, rms = x.clone(), x.clone()
+    sparsekern.inplace_layer_norm(ln, (cols,), w, b, eps=1e-5)
+    sparsekern.inplace_rms_norm(rms, (cols,), w, eps=1e-5)
+    for r in range(rows):  # row by row: each row's own scale
+        _assert_close(ln[r], ln_ref[r], dtype)
+        _assert_close(rms[r], rms_ref[r], dtype)
+    assert torch.equal(ln[3], b)
 
 
 @pytest.mark.parametrize("dtype", HALF_DTYPES)
@@ -748,3 +777,36 @@ def test_warp_rows_views(device, dtype):
     ref = src.double() * torch.rsqrt(src.double().pow(2).mean(-1, keepdim=True) + 1e-5) * w.double()
     _assert_close(v, ref, dtype)
     assert torch.isnan(base[0])
+
+
+@pytest.mark.cuda
+def test_warp_rows_register_path_without_bulk_copies():
+    """SPARSEKERN_INPLACE_BULK=0 (read once per process, so in a subprocess) keeps the register-only
+    warp-row kernels on sm_90 too, the path other GPUs take: still right against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    code = (
+        "import math, torch, torch.nn.functional as F, sparsekern\n"
+        "g = torch.Generator(device='cuda').manual_seed(0)\n"
+        "worst = 0.0\n"
+        "for dt in (torch.float16, torch.bfloat16):\n"
+        "    for rows, cols in ((3000, 264), (2000, 1032), (700, 4096)):\n"
+        "        x = torch.randn(rows, cols, device='cuda', generator=g).to(dt) * 3\n"
+        "        x[0, ::5] = -math.inf\n"
+        "        ref = torch.softmax(x.double(), -1)\n"
+        "        sparsekern.inplace_softmax(x)\n"
+        "        worst = max(worst, ((x.double() - ref).norm() / ref.norm()).item())\n"
+        "        xn = torch.randn(rows, cols, device='cuda', generator=g).to(dt) + 50\n"
+        "        w = torch.randn(cols, device='cuda', generator=g).to(dt)\n"
+        "        b = torch.randn(cols, device='cuda', generator=g).to(dt)\n"
+        "        ref = F.layer_norm(xn.double(), (cols,), w.double(), b.double())\n"
+        "        sparsekern.inplace_layer_norm(xn, (cols,), w, b)\n"
+        "        worst = max(worst, ((xn.double() - ref).norm() / ref.norm()).item())\n"
+        "print('worst', worst)\n"
+    )
+    env = dict(os.environ, SPARSEKERN_INPLACE_BULK="0")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    worst = float(out.stdout.split("worst")[-1])
+    assert worst <= 1e-2, out.stdout

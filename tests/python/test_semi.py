@@ -166,7 +166,11 @@ def test_semi_cuda_default_is_cusparselt(monkeypatch):
     after = sk.semi_plan_stats()
     assert after["tunings"] == before["tunings"] + 1  # a timed choice was made (dense may win it)
     report = sksemi.search_report()[-1]
-    assert any(c.get("kind") == "lt" and "ms" in c for c in report["candidates"]), report
+    # cuSPARSELt ran and was right; it need not have been timed in full: on a problem this small its
+    # first call can be over 3x the dense time, and the choice then abandons it (H200, 2026-11-22).
+    ran = [c for c in report["candidates"] if c.get("kind") == "lt" and "rel_err" in c]
+    assert ran and all(c["rel_err"] <= sksemi._TOL for c in ran), report
+    assert all("ms" in c or c.get("error", "").startswith("abandoned") for c in ran), report
 
 
 # Sweeping every cuSPARSELt configuration can raise an illegal instruction inside cuSPARSELt on
