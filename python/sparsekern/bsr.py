@@ -29,7 +29,8 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import FLOAT_DTYPES, as_dlpack, check_backend, dtype_name, stream_of
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, as_dlpack, check_backend, dtype_name,
+                    stream_of)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -38,6 +39,9 @@ _INDEX_NAMES = ("block_row_offsets", "block_col_indices", "block_row_indices", "
                 "block_rows_by_col", "blocks_by_col")
 
 _get_tf32 = torch._C._get_cublas_allow_tf32
+_Tensor = torch.Tensor
+_INT32 = torch.int32
+_FLOAT32 = torch.float32
 
 
 # --------------------------------------------------------------------------------------------
@@ -432,26 +436,26 @@ def _vec(t: torch.Tensor) -> int:
 
 def _row_major(t: torch.Tensor) -> torch.Tensor:
     """Unit column stride, 16-byte aligned rows (copy only when needed; CUDA only)."""
-    if t.device.type != "cuda" or t.numel() == 0:
+    if not t.is_cuda:
         return t
-    r, c = t.shape
-    if (t.stride(1) == 1 or c <= 1) and (t.stride(0) % _vec(t) == 0 or r <= 1) and t.data_ptr() % 16 == 0:
+    (r, c), (sr, sc) = t.shape, t.stride()
+    if r == 0 or c == 0 or ((sc == 1 or c <= 1) and (sr % _vec(t) == 0 or r <= 1) and t.data_ptr() % 16 == 0):
         return t
     return t.contiguous()
 
 
 def _col_major(t: torch.Tensor) -> torch.Tensor:
     """Unit row stride, 16-byte aligned columns (copy only when needed; CUDA only)."""
-    if t.device.type != "cuda" or t.numel() == 0:
+    if not t.is_cuda:
         return t
-    r, c = t.shape
-    if (t.stride(0) == 1 or r <= 1) and (t.stride(1) % _vec(t) == 0 or c <= 1) and t.data_ptr() % 16 == 0:
+    (r, c), (sr, sc) = t.shape, t.stride()
+    if r == 0 or c == 0 or ((sr == 1 or r <= 1) and (sc % _vec(t) == 0 or c <= 1) and t.data_ptr() % 16 == 0):
         return t
     return t.t().contiguous().t()
 
 
 def _allow_tf32(t: torch.Tensor) -> bool:
-    return t.dtype == torch.float32 and t.device.type == "cuda" and bool(_get_tf32())
+    return t.is_cuda and t.dtype is _FLOAT32 and bool(_get_tf32())
 
 
 def _idx(t: Optional[torch.Tensor]):
@@ -461,18 +465,66 @@ def _idx(t: Optional[torch.Tensor]):
 # --------------------------------------------------------------------------------------------
 # Implementations (validated tensors in, fresh outputs)
 # --------------------------------------------------------------------------------------------
-def _check_op(values, index, rows, cols) -> int:
-    b = _check_values(values, rows, cols)
+# Every op checks its arguments in Python (errors name the argument; the fake kernels raise the
+# same ones). The checks are on the host path of every call, which at low density costs more than
+# the kernel (issue 3), so the hot ones first run a fast test that reads each tensor property once
+# and builds no message. A fast test accepts a subset of what the full checks accept (int32 index
+# sets only, CPU or CUDA operands); anything else goes through the full checks, which raise the
+# errors they always did (test_bsr checks both on the same inputs).
+def _index_sets_ok(index, device) -> bool:
+    """The six index sets are int32, 1-D and on `device` (fast test of the _check_index_tensor loop)."""
+    if type(index) is not tuple or len(index) != 6:
+        return False
+    for t in index:
+        if not (isinstance(t, _Tensor) and t.dtype is _INT32 and t.dim() == 1 and t.device == device):
+            return False
+    return True
+
+
+def _check_index_sets(index, device) -> None:
     if len(index) != 6:
         raise ValueError("expected the six index-set tensors")
     for name, t in zip(_INDEX_NAMES, index):
-        _check_index_tensor(name, t, values.device)
+        _check_index_tensor(name, t, device)
+
+
+def _check_op(values, index, rows, cols, fast: bool = True) -> int:
+    """Block size of `values`; checks it and the index sets (`fast`: with the fast test first)."""
+    b = _check_values(values, rows, cols)
+    if not (fast and _index_sets_ok(index, values.device)):
+        _check_index_sets(index, values.device)
     return b
 
 
+def _dds_args_ok(a, values, index, rows, cols, transpose, bias):
+    """(m, n) when every check of _check_dds_args_full passes (its fast test), else None."""
+    if not (isinstance(a, _Tensor) and isinstance(values, _Tensor)):
+        return None
+    dt, dev = values.dtype, values.device
+    vs, sa = values.shape, a.shape
+    k, n = (cols, rows) if transpose else (rows, cols)
+    if not (len(vs) == 3 and len(sa) == 2 and sa[1] == k and a.dtype is dt and dt in FLOAT_DTYPES
+            and vs[1] == vs[2] and vs[1] in BLOCK_SIZES and rows >= 0 and cols >= 0
+            and rows % vs[1] == 0 and cols % vs[1] == 0 and a.device == dev
+            and (values.is_cpu or (values.is_cuda and _HAS_CUDA_BACKEND))):
+        return None
+    if bias is not None and not (isinstance(bias, _Tensor) and bias.dtype is dt and bias.dim() == 1
+                                 and bias.shape[0] == n and bias.device == dev):
+        return None
+    if not _index_sets_ok(index, dev):
+        return None
+    return sa[0], n
+
+
 def _check_dds_args(a, values, index, rows, cols, transpose, bias):
+    """(m, n) of the product; raises naming the bad argument."""
+    mn = _dds_args_ok(a, values, index, rows, cols, transpose, bias)
+    return mn if mn is not None else _check_dds_args_full(a, values, index, rows, cols, transpose, bias)
+
+
+def _check_dds_args_full(a, values, index, rows, cols, transpose, bias):
     _check_float("x", a)
-    _check_op(values, index, rows, cols)
+    _check_op(values, index, rows, cols, fast=False)
     _check_like("x", a, "s", values)
     if a.dim() != 2:
         raise ValueError(f"`x` must be 2-D here; got shape {tuple(a.shape)}")
@@ -489,17 +541,30 @@ def _check_dds_args(a, values, index, rows, cols, transpose, bias):
 
 
 def _dds_impl(a, values, index, rows, cols, transpose, bias):
-    m, n = _check_dds_args(a, values, index, rows, cols, transpose, bias)
-    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    if out.numel() == 0:
+    mn = _dds_args_ok(a, values, index, rows, cols, transpose, bias)
+    fast = mn is not None
+    m, n = mn if fast else _check_dds_args_full(a, values, index, rows, cols, transpose, bias)
+    out = a.new_empty(m, n)  # the (m, n) varargs form parses ~0.5 µs faster than a size tuple
+    if m == 0 or n == 0:
         return out
+    cuda = a.is_cuda
     a = _row_major(a)
     if bias is not None:
         bias = bias.contiguous()
     ro, ci, _, co, rbc, bbc = index
-    _C.bsr_dds(as_dlpack(a), as_dlpack(values.contiguous()), rows, cols, values.shape[1],
-               _idx(ro), _idx(ci), _idx(co), _idx(rbc), _idx(bbc), transpose,
-               _idx(bias), as_dlpack(out), _allow_tf32(a), stream_of(a))
+    # Only the index set the kernel reads crosses to the binding (None for the others, as the
+    # binding allows): a capsule and its check in the binding cost ~0.2 µs each (CPU). The sets
+    # left out were checked above (int32, 1-D, on the device); the binding checks the ones that
+    # cross in full (length, contiguity, and on the CPU their contents, as before).
+    if not fast:  # e.g. int64 index sets: all cross, for the binding to check (and refuse)
+        sets = (_idx(ro), _idx(ci), _idx(co), _idx(rbc), _idx(bbc))
+    elif transpose:  # op(S) = Sᵀ reads S row by row: the row-wise set
+        sets = (_to_dlpack(ro), _to_dlpack(ci), None, None, None)
+    else:  # the column-wise set, and block_col_indices for the CPU cross-check of blocks_by_col
+        sets = (None, _to_dlpack(ci), _to_dlpack(co), _to_dlpack(rbc), _to_dlpack(bbc))
+    _C.bsr_dds(_to_dlpack(a), _to_dlpack(values.contiguous()), rows, cols, values.shape[1], *sets,
+               transpose, None if bias is None else _to_dlpack(bias), _to_dlpack(out),
+               cuda and a.dtype is _FLOAT32 and bool(_get_tf32()), _raw_stream(a.get_device()) if cuda else 0)
     return out
 
 
@@ -522,7 +587,7 @@ def _dsd_impl(values, index, rows, cols, transpose, b):
     if out.numel() == 0:
         return out
     target = out
-    if b.device.type == "cuda":
+    if b.is_cuda:
         b = _col_major(b)
         # The kernel writes C column by column of Cᵀ: rows of C must start 16-byte aligned.
         vec = _vec(out)
@@ -722,6 +787,26 @@ class _DdsFunction(torch.autograd.Function):
         return ga, gv, None, None, None, None, gbias
 
 
+# torch.autograd.Function.apply is a Python wrapper around the C++ apply that, for a Function
+# without setup_context and with no functorch transform active, only unwraps dead functorch
+# wrappers among the (top-level) tensor arguments, generically, for ~1.2 µs per call (CPU, torch
+# 2.13). _dds_graph takes those same steps for its three tensor arguments (test_bsr checks that
+# Function.apply still has this shape); anything else takes Function.apply.
+_unwrap_if_dead = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+_dds_apply_c = super(torch.autograd.Function, _DdsFunction).apply
+
+
+def _dds_graph(a, values, index, rows, cols, transpose, bias):
+    """``_DdsFunction.apply(a, values, index, rows, cols, transpose, bias)``."""
+    if (_unwrap_if_dead is None or _functorch_active is None or _functorch_active()
+            or not isinstance(values, _Tensor)):
+        return _DdsFunction.apply(a, values, index, rows, cols, transpose, bias)
+    if isinstance(bias, _Tensor):
+        bias = _unwrap_if_dead(bias)
+    return _dds_apply_c(_unwrap_if_dead(a), _unwrap_if_dead(values), index, rows, cols, transpose, bias)
+
+
 # --------------------------------------------------------------------------------------------
 # Public functions
 # --------------------------------------------------------------------------------------------
@@ -740,20 +825,30 @@ def dds(x: torch.Tensor, s: BlockSparseMatrix, bias: Optional[torch.Tensor] = No
     """``x @ s (+ bias)`` with ``s`` block-sparse (possibly a ``.t()`` view): ``x`` is
     ``(..., k)``, the result ``(..., n)``. ``F.linear(x, W, b)`` is ``dds(x, W.t(), b)``."""
     _check_matrix("s", s)
-    _check_float("x", x)
-    if x.dim() < 1:
-        raise ValueError("`x` must have at least 1 dim")
-    lead = x.shape[:-1]
-    a = x.reshape(-1, x.shape[-1]) if x.dim() != 2 else x
     rows, cols = s._storage_shape
-    index = s.index_sets()
-    if torch.compiler.is_compiling():
-        out = _dds_op(a, s.values, *index, rows, cols, s.transposed, bias)
-    elif _needs_graph(a, s.values, bias):
-        out = _DdsFunction.apply(a, s.values, tuple(index), rows, cols, s.transposed, bias)
+    return _dds_batched(x, s.values, s.index_sets(), rows, cols, s.transposed, bias)
+
+
+def _dds_batched(x, values, index, rows, cols, transpose, bias):
+    """dds on the operands of a BlockSparseMatrix (the six index sets as a tuple), ``x`` with any
+    leading batch dims: the body of :func:`dds` and of ``BlockSparseLinear.forward`` (which calls
+    it directly, without building a matrix view per call)."""
+    _check_float("x", x)
+    nd = x.dim()
+    if nd == 2:
+        a = x
+    elif nd < 1:
+        raise ValueError("`x` must have at least 1 dim")
     else:
-        out = _dds_impl(a, s.values, index, rows, cols, s.transposed, bias)
-    return out if x.dim() == 2 else out.reshape(*lead, out.shape[-1])
+        a = x.reshape(-1, x.shape[-1])
+    if torch.compiler.is_compiling():
+        out = _dds_op(a, values, *index, rows, cols, transpose, bias)
+    elif torch.is_grad_enabled() and (a.requires_grad or values.requires_grad
+                                      or (isinstance(bias, _Tensor) and bias.requires_grad)):
+        out = _dds_graph(a, values, tuple(index), rows, cols, transpose, bias)
+    else:
+        out = _dds_impl(a, values, index, rows, cols, transpose, bias)
+    return out if nd == 2 else out.reshape(*x.shape[:-1], out.shape[-1])
 
 
 def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:

@@ -115,6 +115,23 @@ class BlockSparseLinear(nn.Module):
 
     # -- compute -------------------------------------------------------------------------------
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 - nn.Linear's name
+        # y = x · Wᵀ + b = dds(x, W.t(), b), without building the matrix view: at low density the
+        # host time of a call exceeds the kernel's (issue 3), and the view cost ~5 µs of it.
+        if type(self) is BlockSparseLinear and not torch.compiler.is_compiling():
+            try:
+                # The parameter and buffer dicts read directly (what nn.Module.__getattr__ does,
+                # ~0.5 µs per name): always the current tensors, so nothing here can go stale
+                # (.to(), load_state_dict, prune_and_regrow). Only for this exact class: a subclass
+                # (torch.nn.utils.parametrize makes one) may put a property in front of a name.
+                p, b = self._parameters, self._buffers
+                weight, bias = p["weight"], p["bias"]
+                index = (b["block_row_offsets"], b["block_col_indices"], b["block_row_indices"],
+                         b["block_col_offsets"], b["block_rows_by_col"], b["blocks_by_col"])
+            except KeyError:  # a name moved out of the dicts (old-style weight_norm, for one)
+                pass
+            else:
+                return _bsr._dds_batched(input, weight, index, self.out_features, self.in_features,
+                                         True, bias)
         return _bsr.dds(input, self.weight_matrix.t(), self.bias)
 
     def extra_repr(self) -> str:

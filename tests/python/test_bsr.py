@@ -4,6 +4,8 @@ references are float64 dense products with the block pattern applied."""
 from __future__ import annotations
 
 import io
+import re
+import warnings
 
 import pytest
 import torch
@@ -715,3 +717,244 @@ def test_patcher_bad_patterns():
     mp.add_pattern("0", {"density": 0.5, "block_size": 32})
     with pytest.raises(ValueError, match="block_size"):
         mp.patch_model(model)
+
+
+# ------------------------------------------------------------------------------------------------
+# Host fast paths (issue 3): BlockSparseLinear reads its tensors from the module's dicts per call,
+# the checks have a fast test in front of the full ones, dds passes only the index set it reads
+# ------------------------------------------------------------------------------------------------
+def _linear_ref(layer, x):
+    w = layer.dense_weight().detach().double()
+    y = x.detach().double() @ w.t()
+    return y + layer.bias.detach().double() if layer.bias is not None else y
+
+
+def test_linear_fast_path_follows_the_module(device):
+    layer = BlockSparseLinear(96, 64, density=0.4, block_size=32, device=device)
+    x = randn(5, 96, device=device)
+    assert rel_error(layer(x), _linear_ref(layer, x)) <= tol(torch.float32, device)
+    # .double() / .half() / .to(): new parameter and buffer tensors, seen by the next call.
+    layer.double()
+    y = layer(x.double())
+    assert y.dtype == torch.float64 and rel_error(y, _linear_ref(layer, x)) <= tol(torch.float64, device)
+    layer.half()
+    y = layer(x.half())
+    assert y.dtype == torch.float16 and rel_error(y, _linear_ref(layer, x)) <= tol(torch.float16, device)
+    layer.float()
+    if device.type == "cuda":  # away and back: the index buffers move with the module
+        layer.cpu()
+        assert rel_error(layer(x.cpu()), _linear_ref(layer, x.cpu())) <= tol(torch.float32, torch.device("cpu"))
+        layer.to(device)
+    assert layer.block_row_offsets.device.type == device.type
+    assert rel_error(layer(x), _linear_ref(layer, x)) <= tol(torch.float32, device)
+    # A checkpoint with another nnz: new weight and index tensors.
+    other = BlockSparseLinear(96, 64, density=0.75, block_size=32, device=device)
+    layer.load_state_dict(other.state_dict())
+    assert layer.nnz_blocks == other.nnz_blocks and torch.equal(layer(x), other(x))
+    # prune_and_regrow rewrites the index tensors in place.
+    with torch.no_grad():
+        layer.weight.add_(randn(*layer.weight.shape, device=device))
+    before = layer.weight_matrix.mask().clone()
+    assert layer.prune_and_regrow(0.3)["pruned"] > 0 and not torch.equal(layer.weight_matrix.mask(), before)
+    assert rel_error(layer(x), _linear_ref(layer, x)) <= tol(torch.float32, device)
+    # A buffer replaced by assignment, and the gradient path.
+    layer.block_col_indices = layer.block_col_indices.clone()
+    xg = x.clone().requires_grad_()
+    y = layer(xg)
+    assert rel_error(y, _linear_ref(layer, x)) <= tol(torch.float32, device)
+    gx, gw = torch.autograd.grad(y.sum(), (xg, layer.weight))
+    x64 = x.double().requires_grad_()
+    v64 = layer.weight.detach().double().requires_grad_()
+    ref = x64 @ layer.weight_matrix.with_values(v64).to_dense().t() + layer.bias.detach().double()
+    rx, rv = torch.autograd.grad(ref.sum(), (x64, v64))
+    assert rel_error(gx, rx) <= 4 * tol(torch.float32, device) and rel_error(gw, rv) <= 4 * tol(torch.float32, device)
+
+
+def test_linear_takes_the_fast_path(device, monkeypatch):
+    """The plain module call goes past the matrix view, the full checks and Function.apply's
+    Python wrapper (a regression here costs host time, not correctness)."""
+    layer = BlockSparseLinear(64, 32, density=0.5, block_size=16, device=device)
+    x = randn(2, 3, 64, device=device)
+    ref = _linear_ref(layer, x)
+
+    def slow(*args, **kwargs):
+        raise AssertionError("slow path taken")
+
+    monkeypatch.setattr(bsr, "dds", slow)
+    monkeypatch.setattr(bsr, "_check_dds_args_full", slow)
+    monkeypatch.setattr(bsr._DdsFunction, "apply", staticmethod(slow))
+    monkeypatch.setattr(type(layer), "weight_matrix", property(slow))
+    with torch.no_grad():
+        assert rel_error(layer(x), ref) <= tol(torch.float32, device)
+    y = layer(x)
+    assert y.requires_grad and rel_error(y, ref) <= tol(torch.float32, device)
+
+
+def test_linear_parametrized_weight():
+    """torch.nn.utils.parametrize (a subclass with a `weight` property) and the old weight_norm (a
+    plain attribute in place of the parameter) both go through the attribute path; functional_call
+    through the dicts."""
+    parametrize = torch.nn.utils.parametrize
+
+    class Double(torch.nn.Module):
+        def forward(self, w):
+            return 2 * w
+
+    layer = BlockSparseLinear(64, 32, density=0.5, block_size=16, dtype=torch.float64)
+    x = torch.randn(3, 64, dtype=torch.float64)
+    y0 = layer(x)
+    parametrize.register_parametrization(layer, "weight", Double())
+    torch.testing.assert_close(layer(x) - layer.bias, 2 * (y0 - layer.bias))
+    plain = BlockSparseLinear(64, 32, density=0.5, block_size=16, dtype=torch.float64)
+    y0 = plain(x)
+    with warnings.catch_warnings():  # deprecated in favour of parametrizations
+        warnings.simplefilter("ignore")
+        torch.nn.utils.weight_norm(plain, "weight", dim=0)
+    assert "weight" not in plain._parameters
+    torch.testing.assert_close(plain(x), y0)
+    with torch.no_grad():
+        plain.weight_g.mul_(3)
+    torch.testing.assert_close(plain(x) - plain.bias, 3 * (y0 - plain.bias))
+    # torch.func.functional_call swaps the tensors in the module's dicts for the call.
+    layer = BlockSparseLinear(64, 32, density=0.5, block_size=16, dtype=torch.float64)
+    y0 = layer(x)
+    swapped = {"weight": 2 * layer.weight.detach(), "bias": torch.zeros(32, dtype=torch.float64)}
+    swapped.update({n: getattr(layer, n).clone() for n in bsr._INDEX_NAMES})
+    torch.testing.assert_close(torch.func.functional_call(layer, swapped, (x,)), 2 * (y0 - layer.bias))
+    torch.testing.assert_close(layer(x), y0)
+
+
+def test_linear_bad_index_buffers(device):
+    """A bad index tensor in the module is refused with the message of the full checks, for the
+    sets the forward reads and for those it does not (the backward's)."""
+    layer = BlockSparseLinear(64, 32, density=0.5, block_size=16, device=device)
+    x = randn(3, 64, device=device)
+    good = {n: getattr(layer, n) for n in bsr._INDEX_NAMES}
+    cases = [(n, good[n].float(), TypeError, "int32 or int64") for n in bsr._INDEX_NAMES]
+    cases += [(n, good[n].view(-1, 1), ValueError, "1-D") for n in bsr._INDEX_NAMES]
+    # int64 passes the Python checks; the binding refuses any int64 set, read by the op or not.
+    cases += [(n, good[n].long(), TypeError, "int32 tensor") for n in ("block_row_offsets", "block_rows_by_col")]
+    if device.type == "cuda":
+        cases += [(n, good[n].cpu(), ValueError, "device") for n in bsr._INDEX_NAMES]
+    for name, bad, exc, phrase in cases:
+        setattr(layer, name, bad)
+        for grad in (False, True):
+            with torch.set_grad_enabled(grad), pytest.raises(exc, match=f"`{name}`.*{phrase}"):
+                layer(x)
+        with pytest.raises(exc, match=f"`{name}`"):
+            bsr.dds(x, layer.weight_matrix.t(), layer.bias)
+        setattr(layer, name, good[name])
+    assert rel_error(layer(x), _linear_ref(layer, x)) <= tol(torch.float32, device)
+
+
+def test_dds_fast_checks_accept_what_the_full_checks_accept(device):
+    """_dds_args_ok accepts only what _check_dds_args_full accepts, with the same (m, n)."""
+    s = make_matrix(64, 96, 32, 0.5, torch.float32, device)
+    idx = s.index_sets()
+    x, xt, bias = randn(5, 64, device=device), randn(5, 96, device=device), randn(96, device=device)
+    ok = [(x, s.values, idx, 64, 96, False, bias), (x, s.values, idx, 64, 96, False, None),
+          (xt, s.values, idx, 64, 96, True, bias[:64].contiguous()), (x[:0], s.values, idx, 64, 96, False, bias),
+          (randn(5, 128, device=device)[:, ::2], s.values, idx, 64, 96, False, bias)]
+    bad = [(x.double(), s.values, idx, 64, 96, False, bias), (x, s.values, idx, 64, 96, True, bias),
+           (x, s.values, idx, 64, 96, False, bias.double()), (x, s.values, idx, 64, 96, False, bias[:5]),
+           (x, s.values, idx, 64, 96, False, bias.view(1, -1)), (x, s.values, idx, 64, 96, False, [1.0]),
+           (x, s.values, idx[:5], 64, 96, False, None), (x, s.values, list(idx), 64, 96, False, None),
+           (x, s.values, idx, 64, 80, False, None), (x, s.values, idx, 64, 96 * 2, False, None),
+           (x[0], s.values, idx, 64, 96, False, None), (x.int(), s.values, idx, 64, 96, False, None),
+           (x, s.values.reshape(-1, 32), idx, 64, 96, False, None), ("x", s.values, idx, 64, 96, False, None),
+           (x, s.values, (idx[0].long(),) + idx[1:], 64, 96, False, None),
+           (x, s.values, idx[:3] + (idx[3].float(),) + idx[4:], 64, 96, False, None),
+           (x, s.values, idx[:5] + (idx[5][None],), 64, 96, False, None),
+           (x, s.values, idx[:2] + (None,) + idx[3:], 64, 96, False, None),
+           (x, s.values, idx, 64, 96, True, None), (x, torch.zeros(2, 8, 8), idx, 64, 96, False, None),
+           (x, s.values[:, :16, :16], idx, 64, 96, False, None), (x, s.values, idx, 64, -96, False, None),
+           (x, s.values[:, :, :16], idx, 64, 96, False, None), (x[:, :48], s.values, idx, 48, 96, False, None),
+           (x.int(), s.values.int(), idx, 64, 96, False, None),
+           # another device on the CPU machine: meta
+           (x.to("meta"), s.values, idx, 64, 96, False, bias), (x, s.values, idx, 64, 96, False, bias.to("meta")),
+           (x, s.values, idx[:1] + (idx[1].to("meta"),) + idx[2:], 64, 96, False, None),
+           (x.to("meta"), s.values.to("meta"), tuple(t.to("meta") for t in idx), 64, 96, False, None)]
+    if device.type == "cuda":
+        bad += [(x.cpu(), s.values, idx, 64, 96, False, bias), (x, s.values, idx, 64, 96, False, bias.cpu()),
+                (x, s.values, idx[:4] + (idx[4].cpu(),) + idx[5:], 64, 96, False, None)]
+    for args in ok:
+        assert bsr._dds_args_ok(*args) is not None
+    for args in ok + bad:
+        fast = bsr._dds_args_ok(*args)
+        try:
+            full = bsr._check_dds_args_full(*args)
+        except (TypeError, ValueError) as e:  # refused by the fast test, with the full checks' error
+            assert fast is None
+            with pytest.raises(type(e), match=re.escape(str(e))):
+                bsr._check_dds_args(*args)
+        else:  # the same (m, n) either way (the binding checks index lengths against rows/cols)
+            assert fast in (None, full) and bsr._check_dds_args(*args) == full
+    assert bsr._dds_args_ok(x, s.values, (idx[0].long(),) + idx[1:], 64, 96, False, None) is None
+    assert bsr._dds_args_ok(x, s.values, list(idx), 64, 96, False, None) is None
+    # int64 index sets (accepted above) are refused by the binding, which then sees every set.
+    for transpose, a in ((False, x), (True, xt)):
+        with pytest.raises(TypeError, match="`block_row_offsets` must be an int32"):
+            bsr._dds_impl(a, s.values, tuple(t.long() for t in idx), 64, 96, transpose, None)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_dds_binding_reads_only_its_index_set(device, transpose):
+    """The binding with None for the index sets an op does not read computes the same product;
+    a set it reads is still required, and (CPU) its contents are checked."""
+    s = make_matrix(64, 96, 32, 0.5, torch.float32, device)
+    ro, ci, _, co, rbc, bbc = s.index_sets()
+    k, n = (96, 64) if transpose else (64, 96)
+    x = randn(7, k, device=device)
+
+    def run(sets):
+        out = torch.full((7, n), float("nan"), device=device)
+        _C.bsr_dds(bsr._idx(x), bsr._idx(s.values), 64, 96, 32, *(bsr._idx(t) for t in sets), transpose,
+                   None, bsr._idx(out), False, sparsekern._core.stream_of(x))
+        return out
+
+    full = run((ro, ci, co, rbc, bbc))
+    ref = x.double() @ (dense64(s).t() if transpose else dense64(s))
+    assert rel_error(full, ref) <= tol(torch.float32, device)
+    read = (ro, ci, None, None, None) if transpose else (None, ci, co, rbc, bbc)
+    assert torch.equal(run(read), full)
+    assert torch.equal(bsr._dds_impl(x, s.values, s.index_sets(), 64, 96, transpose, None), full)
+    missing = (None, ci, co, rbc, bbc) if transpose else (ro, ci, None, rbc, bbc)
+    needed = "block_row_offsets" if transpose else "block_col_offsets"
+    with pytest.raises(ValueError, match=f"`{needed}` is required"):
+        run(missing)
+    if device.type == "cpu":
+        if transpose:
+            bad = ci.clone()
+            bad[0] = 9
+            sets, name = (ro, bad, None, None, None), "block_col_indices"
+        else:
+            bad = rbc.clone()
+            bad[0] = 9
+            sets, name = (None, ci, co, bad, bbc), "block_rows_by_col"
+        with pytest.raises(ValueError, match=name):
+            run(sets)
+
+
+def test_dds_graph_matches_function_apply():
+    """_dds_graph skips Function.apply's Python wrapper; same output and gradients, and the wrapper
+    still does only what _dds_graph replicates (a canary for torch upgrades)."""
+    import inspect
+
+    from torch.autograd.function import _is_setup_context_defined
+
+    assert not _is_setup_context_defined(bsr._DdsFunction.setup_context)
+    src = inspect.getsource(torch.autograd.Function.apply)
+    assert "unwrap_dead_wrappers(args)" in src and "return super().apply(*args, **kwargs)" in src
+    assert bsr._unwrap_if_dead is not None and bsr._functorch_active is not None
+    s = make_matrix(64, 96, 32, 0.5, torch.float64, "cpu")
+    idx = s.index_sets()
+    grads = []
+    for fn in (bsr._dds_graph, bsr._DdsFunction.apply):
+        x = torch.randn(5, 96, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        v = s.values.clone().requires_grad_()
+        b = torch.ones(64, dtype=torch.float64, requires_grad=True)
+        y = fn(x, v, idx, 64, 96, True, b)
+        assert type(y.grad_fn).__name__ == "_DdsFunctionBackward"
+        grads.append((y.detach(), *torch.autograd.grad((y * y).sum(), (x, v, b))))
+    for p, q in zip(*grads):
+        assert torch.equal(p, q)
