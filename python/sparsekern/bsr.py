@@ -787,26 +787,6 @@ class _DdsFunction(torch.autograd.Function):
         return ga, gv, None, None, None, None, gbias
 
 
-# torch.autograd.Function.apply is a Python wrapper around the C++ apply that, for a Function
-# without setup_context and with no functorch transform active, only unwraps dead functorch
-# wrappers among the (top-level) tensor arguments, generically, for ~1.2 µs per call (CPU, torch
-# 2.13). _dds_graph takes those same steps for its three tensor arguments (test_bsr checks that
-# Function.apply still has this shape); anything else takes Function.apply.
-_unwrap_if_dead = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
-_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
-_dds_apply_c = super(torch.autograd.Function, _DdsFunction).apply
-
-
-def _dds_graph(a, values, index, rows, cols, transpose, bias):
-    """``_DdsFunction.apply(a, values, index, rows, cols, transpose, bias)``."""
-    if (_unwrap_if_dead is None or _functorch_active is None or _functorch_active()
-            or not isinstance(values, _Tensor)):
-        return _DdsFunction.apply(a, values, index, rows, cols, transpose, bias)
-    if isinstance(bias, _Tensor):
-        bias = _unwrap_if_dead(bias)
-    return _dds_apply_c(_unwrap_if_dead(a), _unwrap_if_dead(values), index, rows, cols, transpose, bias)
-
-
 # --------------------------------------------------------------------------------------------
 # Public functions
 # --------------------------------------------------------------------------------------------
@@ -845,7 +825,7 @@ def _dds_batched(x, values, index, rows, cols, transpose, bias):
         out = _dds_op(a, values, *index, rows, cols, transpose, bias)
     elif torch.is_grad_enabled() and (a.requires_grad or values.requires_grad
                                       or (isinstance(bias, _Tensor) and bias.requires_grad)):
-        out = _dds_graph(a, values, tuple(index), rows, cols, transpose, bias)
+        out = _DdsFunction.apply(a, values, tuple(index), rows, cols, transpose, bias)
     else:
         out = _dds_impl(a, values, index, rows, cols, transpose, bias)
     return out if nd == 2 else out.reshape(*x.shape[:-1], out.shape[-1])

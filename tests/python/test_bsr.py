@@ -771,8 +771,8 @@ def test_linear_fast_path_follows_the_module(device):
 
 
 def test_linear_takes_the_fast_path(device, monkeypatch):
-    """The plain module call goes past the matrix view, the full checks and Function.apply's
-    Python wrapper (a regression here costs host time, not correctness)."""
+    """The plain module call goes past the matrix view and the full checks (a regression here costs
+    host time, not correctness)."""
     layer = BlockSparseLinear(64, 32, density=0.5, block_size=16, device=device)
     x = randn(2, 3, 64, device=device)
     ref = _linear_ref(layer, x)
@@ -782,7 +782,6 @@ def test_linear_takes_the_fast_path(device, monkeypatch):
 
     monkeypatch.setattr(bsr, "dds", slow)
     monkeypatch.setattr(bsr, "_check_dds_args_full", slow)
-    monkeypatch.setattr(bsr._DdsFunction, "apply", staticmethod(slow))
     monkeypatch.setattr(type(layer), "weight_matrix", property(slow))
     with torch.no_grad():
         assert rel_error(layer(x), ref) <= tol(torch.float32, device)
@@ -933,28 +932,3 @@ def test_dds_binding_reads_only_its_index_set(device, transpose):
             sets, name = (None, ci, co, bad, bbc), "block_rows_by_col"
         with pytest.raises(ValueError, match=name):
             run(sets)
-
-
-def test_dds_graph_matches_function_apply():
-    """_dds_graph skips Function.apply's Python wrapper; same output and gradients, and the wrapper
-    still does only what _dds_graph replicates (a canary for torch upgrades)."""
-    import inspect
-
-    from torch.autograd.function import _is_setup_context_defined
-
-    assert not _is_setup_context_defined(bsr._DdsFunction.setup_context)
-    src = inspect.getsource(torch.autograd.Function.apply)
-    assert "unwrap_dead_wrappers(args)" in src and "return super().apply(*args, **kwargs)" in src
-    assert bsr._unwrap_if_dead is not None and bsr._functorch_active is not None
-    s = make_matrix(64, 96, 32, 0.5, torch.float64, "cpu")
-    idx = s.index_sets()
-    grads = []
-    for fn in (bsr._dds_graph, bsr._DdsFunction.apply):
-        x = torch.randn(5, 96, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
-        v = s.values.clone().requires_grad_()
-        b = torch.ones(64, dtype=torch.float64, requires_grad=True)
-        y = fn(x, v, idx, 64, 96, True, b)
-        assert type(y.grad_fn).__name__ == "_DdsFunctionBackward"
-        grads.append((y.detach(), *torch.autograd.grad((y * y).sum(), (x, v, b))))
-    for p, q in zip(*grads):
-        assert torch.equal(p, q)
