@@ -196,9 +196,15 @@ class BlockSparseLinear(nn.Module):
             _bsr._validate_index_sets(int(w.shape[0]), self.out_features, self.in_features,
                                       self.block_size, {"block_row_offsets": offsets,
                                                         "block_col_indices": cols})
-            if w.shape != self.weight.shape:  # another nnz: resize in place, then load
-                with torch.no_grad():
-                    self.weight.data = self.weight.data.new_empty(w.shape)
+            if w.shape != self.weight.shape:
+                # Another nnz: a new weight Parameter of the checkpoint's shape (then loaded).
+                # Resizing the old one through .data left autograd's cached gradient accumulator
+                # of that Parameter with the old shape whenever an earlier graph still held it:
+                # the next backward failed ("invalid gradient ... expected shape compatible with
+                # [2, 32, 32]", H200, 2026-11-22). An optimizer holding the old Parameter must be
+                # rebuilt anyway: its state has the old number of blocks.
+                self.weight = nn.Parameter(self.weight.detach().new_empty(w.shape),
+                                           requires_grad=self.weight.requires_grad)
                 self.block_col_indices = self.block_col_indices.new_empty(cols.shape)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)

@@ -747,10 +747,16 @@ def test_linear_fast_path_follows_the_module(device):
         layer.to(device)
     assert layer.block_row_offsets.device.type == device.type
     assert rel_error(layer(x), _linear_ref(layer, x)) <= tol(torch.float32, device)
-    # A checkpoint with another nnz: new weight and index tensors.
+    # A checkpoint with another nnz: new weight and index tensors. `held` keeps a graph of the old
+    # weight alive across the load (autograd then still caches that weight's gradient accumulator):
+    # the backward through the new pattern must not see the old shape.
+    held = layer(x)
     other = BlockSparseLinear(96, 64, density=0.75, block_size=32, device=device)
     layer.load_state_dict(other.state_dict())
     assert layer.nnz_blocks == other.nnz_blocks and torch.equal(layer(x), other(x))
+    gw_new, = torch.autograd.grad(layer(x).sum(), (layer.weight,))
+    assert gw_new.shape == layer.weight.shape
+    del held
     # prune_and_regrow rewrites the index tensors in place.
     with torch.no_grad():
         layer.weight.add_(randn(*layer.weight.shape, device=device))
