@@ -167,32 +167,43 @@ def run_cases(cases: list[Case], device: torch.device) -> list[dict]:
     rows = []
     for c in _progress(cases, len(cases), "bench"):
         row = dict(family=c.family, op=c.op, shape=c.shape, dtype=c.dtype, anchor=c.anchor_name, **c.extra)
-        if c.verify is not None:
-            err = c.verify()
-            row["rel_err"] = err
-            row["verified"] = bool(err <= c.tol)
-        if c.host_cost:
-            t_ours, t_anchor = host_time_us(c.ours, device), host_time_us(c.anchor, device)
-            row.update(metric="host_us_per_call", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
-        else:
-            # Interleave the two timings twice so clock/thermal drift hits both alike.
-            t1o, t1a = time_ms(c.ours, device), time_ms(c.anchor, device)
-            t2o, t2a = time_ms(c.ours, device), time_ms(c.anchor, device)
-            t_ours, t_anchor = min(t1o, t2o), min(t1a, t2a)
-            row.update(metric="ms", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
-            if c.flops:
-                row["tflops_ours"] = c.flops / t_ours / 1e9
-                row["tflops_anchor"] = c.flops / t_anchor / 1e9
-            if c.bytes:
-                row["tbps_ours"] = c.bytes / t_ours / 1e9
-                row["tbps_anchor"] = c.bytes / t_anchor / 1e9
-                if row.get("copy_tbps"):  # a ceiling measured in the same run (memory-bound families)
-                    row["frac_of_copy"] = row["tbps_ours"] / row["copy_tbps"]
+        try:
+            _measure(c, row, device)
+        except Exception as e:  # noqa: BLE001 - one failing case (e.g. an optional peer's kernel) must
+            # not lose the rest of a long run: the row records the error and counts as unverified.
+            row.update(error=f"{type(e).__name__}: {e}", verified=False, ours=float("nan"),
+                       anchor_time=float("nan"), ratio=float("nan"))
         rows.append(row)
         # One line per finished row on stderr, so a run cut short still shows what it measured.
         print(f"[row] {row['family']} | {row['op']} | {row['shape']} | {row['dtype']} | ours {row['ours']:.4g} | "
-              f"{row['anchor']} {row['anchor_time']:.4g} | ratio {row['ratio']:.3f}", file=sys.stderr, flush=True)
+              f"{row['anchor']} {row['anchor_time']:.4g} | ratio {row['ratio']:.3f}"
+              + (f" | ERROR {row['error']}" if "error" in row else ""), file=sys.stderr, flush=True)
     return rows
+
+
+def _measure(c: Case, row: dict, device: torch.device) -> None:
+    """Verifies and times one case into `row`."""
+    if c.verify is not None:
+        err = c.verify()
+        row["rel_err"] = err
+        row["verified"] = bool(err <= c.tol)
+    if c.host_cost:
+        t_ours, t_anchor = host_time_us(c.ours, device), host_time_us(c.anchor, device)
+        row.update(metric="host_us_per_call", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
+    else:
+        # Interleave the two timings twice so clock/thermal drift hits both alike.
+        t1o, t1a = time_ms(c.ours, device), time_ms(c.anchor, device)
+        t2o, t2a = time_ms(c.ours, device), time_ms(c.anchor, device)
+        t_ours, t_anchor = min(t1o, t2o), min(t1a, t2a)
+        row.update(metric="ms", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
+        if c.flops:
+            row["tflops_ours"] = c.flops / t_ours / 1e9
+            row["tflops_anchor"] = c.flops / t_anchor / 1e9
+        if c.bytes:
+            row["tbps_ours"] = c.bytes / t_ours / 1e9
+            row["tbps_anchor"] = c.bytes / t_anchor / 1e9
+            if row.get("copy_tbps"):  # a ceiling measured in the same run (memory-bound families)
+                row["frac_of_copy"] = row["tbps_ours"] / row["copy_tbps"]
 
 
 def print_table(rows, out=sys.stdout) -> None:
