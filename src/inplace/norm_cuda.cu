@@ -393,16 +393,6 @@ bool launch_norm_bulk(T* x, const RowGeom& g, const NormRowOp<T, kRms, VPW, kFro
   }
 }
 
-/// Whether launch_norm_bulk will run the block-row kernel (ldg variant) for rows of VPW words.
-template <typename T, bool kRms, int VPW>
-bool bulk_norm_usable() {
-  if constexpr (VPW < 8) {
-    return false;
-  } else {
-    return bulk_rows_enabled() && bulk_kernel_usable<norm_bulk_kernel<T, kRms, VPW / kWarpRowsWarps, AffineFrom::kLdg>>();
-  }
-}
-
 template <typename T, bool kRms>
 void launch_norm(const NormParams& p, cudaStream_t stream) {
   using A = acc_t<T>;
@@ -415,20 +405,19 @@ void launch_norm(const NormParams& p, cudaStream_t stream) {
   const A eps = static_cast<A>(p.eps);
   if (aligned && with_warp_rows<T, 16>(g.cols, [&](auto vpw) {
         constexpr int VPW = decltype(vpw)::value;
-        const auto run = [&](auto from) {
-          constexpr AffineFrom kFrom = decltype(from)::value;
-          const NormRowOp<T, kRms, VPW, kFrom> op{af.weight, af.bias, g.cols, A(1) / static_cast<A>(g.cols), eps};
-          if (!launch_norm_bulk(x, g, op, stream)) launch_warp_rows<T, VPW>(x, g, op, stream);
+        const auto op_from = [&](auto from) {
+          return NormRowOp<T, kRms, VPW, decltype(from)::value>{af.weight, af.bias, g.cols,
+                                                                A(1) / static_cast<A>(g.cols), eps};
         };
         // The block-row kernel reads weight/bias through the read-only cache (the fp32 planes cost
         // 32 KB of shared memory per block: 3 blocks per SM instead of 5-6, 63% instead of 77% of
         // the copy bandwidth for fp16 LayerNorm at 16384 x 4096 on the H200); the warp-row kernel
         // keeps the planes (80% against 73% at 65536 x 768).
-        if (af.aligned && bulk_norm_usable<T, kRms, VPW>()) {
-          run(std::integral_constant<AffineFrom, AffineFrom::kLdg>{});
-        } else {
-          run(std::integral_constant<AffineFrom, AffineFrom::kSmem>{});
-        }
+        if (af.aligned &&
+            launch_norm_bulk(x, g, op_from(std::integral_constant<AffineFrom, AffineFrom::kLdg>{}), stream))
+          return;
+        const auto op = op_from(std::integral_constant<AffineFrom, AffineFrom::kSmem>{});
+        if (!launch_norm_bulk(x, g, op, stream)) launch_warp_rows<T, VPW>(x, g, op, stream);
       }))
     return;
   bool tiled = false;
