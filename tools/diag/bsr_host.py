@@ -1,9 +1,13 @@
-"""Host (CPU) time per BlockSparseLinear call on CUDA, piece by piece (issue 3: at low density the
-module call costs more than its kernel). Tiny problem, so the GPU work of each call is a few µs and
-a loop of calls without synchronisation measures the host side. Prints µs per call for:
-F.linear, the module (no grad / grad), sparsekern.bsr.dds, the validated _dds_impl, the bare
-_C.bsr_dds with prebuilt capsules, and the pieces (capsules, stream, empty); then a cProfile of the
-module call. Usage: python bsr_host.py [block] [dtype]
+"""Host time per BlockSparseLinear call, piece by piece (issue 3: at low density the module call
+costs more than its kernel). A tiny problem (m=16, density 0.25; 1024->1024 on CUDA, 256->256 on
+the CPU), so the kernel is a few µs and what is measured is the Python + binding path: F.linear, the
+module (no grad / grad), sparsekern.bsr.dds, the validated _dds_impl, the bare _C.bsr_dds with
+prebuilt capsules, the pieces (capsules, stream, empty, checks) and autograd.Function alone. Each
+row is the best of several repeats of a loop of calls (on CUDA without synchronisation inside the
+loop, so it measures the host side only). --profile adds a cProfile of the module call.
+
+Usage: python tools/diag/bsr_host.py [cpu|cuda] [block] [dtype] [--m=ROWS] [--profile]
+       (device: cuda when there is one; block 64; dtype float32 on the CPU, bfloat16 on CUDA)
 """
 from __future__ import annotations
 
@@ -13,31 +17,44 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 import sparsekern
 from sparsekern import _C
 from sparsekern import bsr as B
 from sparsekern._core import as_dlpack, stream_of
 
-dev = torch.device("cuda")
-block = int(sys.argv[1]) if len(sys.argv) > 1 else 64
-dtype = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.bfloat16
-m, k, n = 16, 1024, 1024
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+if args and args[0] in ("cpu", "cuda"):
+    dev = torch.device(args.pop(0))
+else:
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+block = int(args[0]) if len(args) > 0 else 64
+dtype = getattr(torch, args[1]) if len(args) > 1 else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+m, k, n = 16, 256, 256
+for a in sys.argv[1:]:
+    if a.startswith("--m="):
+        m = int(a[4:])
+if dev.type == "cuda":
+    k = n = 1024
+sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
 
-def per_call(fn, calls=3000):
+def per_call(fn, calls=2000, repeats=7):
     for _ in range(200):
         fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
+    sync()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        sync()
+        best = min(best, (t1 - t0) / calls * 1e6)
+    return best
 
 
+torch.manual_seed(0)
 layer = sparsekern.BlockSparseLinear(k, n, density=0.25, block_size=block, device=dev, dtype=dtype)
 lin = torch.nn.Linear(k, n, device=dev, dtype=dtype)
 x = torch.randn(m, k, device=dev, dtype=dtype)
@@ -56,6 +73,20 @@ def bare():
                stream_of(x))
 
 
+class _Trivial(torch.autograd.Function):
+    """The autograd.Function machinery alone: forward allocates the output, saves `saved` tensors."""
+
+    @staticmethod
+    def forward(ctx, a, values, index, bias, saved):
+        if saved:
+            ctx.save_for_backward(a, values, *index)
+        return a.new_empty(a.shape[0], n)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None, None, None, None
+
+
 rows_out = []
 with torch.no_grad():
     rows_out += [("F.linear (nn.Linear, no grad)", per_call(lambda: lin(x))),
@@ -69,18 +100,26 @@ with torch.no_grad():
                  ("torch.empty only", per_call(lambda: torch.empty(m, n, device=dev, dtype=dtype))),
                  ("weight_matrix.t() only", per_call(lambda: layer.weight_matrix.t())),
                  ("_check_dds_args only", per_call(
-                     lambda: B._check_dds_args(x, layer.weight, index, rows, cols, True, layer.bias)))]
+                     lambda: B._check_dds_args(x, layer.weight, index, rows, cols, True, layer.bias))),
+                 ("_dds_args_ok only", per_call(
+                     lambda: B._dds_args_ok(x, layer.weight, index, rows, cols, True, layer.bias)))]
 rows_out += [("nn.Linear, grad", per_call(lambda: lin(x))),
-             ("BlockSparseLinear, grad", per_call(lambda: layer(x)))]
-print(f"{torch.cuda.get_device_name()}  block {block} {dtype}  m={m} {k}->{n}")
-for name, us in rows_out:
-    print(f"  {name:45s} {us:8.1f} us/call")
+             ("BlockSparseLinear, grad", per_call(lambda: layer(x))),
+             ("autograd.Function, trivial fwd, 0 saved", per_call(
+                 lambda: _Trivial.apply(x, layer.weight, index, layer.bias, False))),
+             ("autograd.Function, trivial fwd, 8 saved", per_call(
+                 lambda: _Trivial.apply(x, layer.weight, index, layer.bias, True)))]
+name = torch.cuda.get_device_name() if dev.type == "cuda" else "cpu"
+print(f"{name}  torch {torch.__version__}  block {block} {dtype}  m={m} {k}->{n}")
+for label, us in rows_out:
+    print(f"  {label:45s} {us:8.1f} us/call")
 
-with torch.no_grad():
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(2000):
-        layer(x)
-    prof.disable()
-torch.cuda.synchronize()
-pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+if "--profile" in sys.argv:
+    with torch.no_grad():
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(2000):
+            layer(x)
+        prof.disable()
+    sync()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(16)

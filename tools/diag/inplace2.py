@@ -17,6 +17,8 @@ import sparsekern
 from sparsekern.bench import time_ms
 from sparsekern.testing import rel_error
 
+from diag_timing import burst_ms  # this folder
+
 dev = torch.device("cuda")
 warp = os.environ.get("SPARSEKERN_INPLACE_WARP_ROWS", "1") != "0"
 bulk = os.environ.get("SPARSEKERN_INPLACE_BULK", "1") != "0" and torch.cuda.get_device_capability()[0] >= 9
@@ -50,24 +52,6 @@ gen = torch.Generator(device=dev).manual_seed(0)
 
 def rnd(shape, dtype):
     return torch.randn(shape, generator=gen, device=dev).to(dtype)
-
-
-def burst_ms(fn, calls=20, reps=9):
-    """Mean time per call of `calls` back-to-back calls (median over reps): the GPU time when the
-    host keeps ahead, next to time_ms's per-call events (which include host time when it is longer)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / calls)
-    return sorted(ts)[reps // 2]
 
 
 def report(op, shape, dtype, fn, nbytes, err):

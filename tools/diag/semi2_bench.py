@@ -13,24 +13,13 @@ import time
 import torch
 import torch.nn.functional as F
 
+from diag_timing import burst_ms
+
 M, K, N = 8192, 4096, 4096
 
 
 def med_ms(fn, iters=20, reps=7):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(iters):
-            fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / iters)
-    times.sort()
-    return times[len(times) // 2]
+    return burst_ms(fn, calls=iters, reps=reps)
 
 
 def once_ms(fn):

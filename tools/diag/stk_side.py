@@ -19,25 +19,10 @@ from sparsekern.bench import time_ms
 from sparsekern.testing import rel_error
 
 import stk  # noqa: E402
+from diag_timing import burst_ms  # noqa: E402
 
 dev = torch.device("cuda")
 M, K, N = 8192, 4096, 4096
-
-
-def burst_ms(fn, calls=20, reps=9):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(calls):
-            fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / calls)
-    return sorted(ts)[reps // 2]
 
 
 rows = []

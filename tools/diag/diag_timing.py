@@ -1,0 +1,23 @@
+"""Timing shared by the diagnostics in this folder (they run as scripts, so this folder is on
+sys.path). `sparsekern.bench.time_ms` brackets each call with CUDA events (host time shows when it
+exceeds the GPU time); burst_ms times calls back to back (the GPU time when the host keeps ahead)."""
+from __future__ import annotations
+
+import torch
+
+
+def burst_ms(fn, calls: int = 20, reps: int = 9, warmup: int = 3) -> float:
+    """Median over `reps` of the mean time per call of `calls` back-to-back calls, in ms (CUDA)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / calls)
+    return sorted(ts)[reps // 2]
