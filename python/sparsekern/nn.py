@@ -125,8 +125,7 @@ class BlockSparseLinear(nn.Module):
                 # (torch.nn.utils.parametrize makes one) may put a property in front of a name.
                 p, b = self._parameters, self._buffers
                 weight, bias = p["weight"], p["bias"]
-                index = (b["block_row_offsets"], b["block_col_indices"], b["block_row_indices"],
-                         b["block_col_offsets"], b["block_rows_by_col"], b["blocks_by_col"])
+                index = tuple(map(b.__getitem__, _bsr._INDEX_NAMES))
             except KeyError:  # a name moved out of the dicts (old-style weight_norm, for one)
                 pass
             else:
