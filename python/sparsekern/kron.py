@@ -17,7 +17,8 @@ over the factor steps, every step one plain GEMM (cuBLAS through ``torch.mm`` on
 forward's intermediate states recomputed once. It applies to the eager autograd path and to the
 custom op's registered backward (under ``torch.compile`` the variable is read when the backward is
 traced). The steps backward is made of differentiable torch ops, so it also supports double
-backward (``create_graph=True``).
+backward (``create_graph=True``). ``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0)
+makes its ∂ℓ/∂F GEMMs B batched GEMMs over slices of the long contraction, summed.
 """
 from __future__ import annotations
 
@@ -179,6 +180,34 @@ def _steps_wanted() -> bool:
     return os.environ.get("SPARSEKERN_KRON_BWD") == "steps"
 
 
+def _steps_split() -> int:
+    """``SPARSEKERN_KRON_BWD_SPLIT=B`` (read per call; a measurement knob, default 0): compute each
+    ∂ℓ/∂Fₖ as B batched GEMMs over slices of its long contraction, summed, instead of one GEMM.
+    The GEMM is (pₖ × qₖ) with K = rowsₖ (up to 10⁵-10⁶): one output tile unless cuBLAS splits K
+    itself, which is what the knob lets the GPU run compare."""
+    try:
+        return max(int(os.environ.get("SPARSEKERN_KRON_BWD_SPLIT", "0")), 0)
+    except ValueError:
+        return 0
+
+
+def _grad_factor(state: torch.Tensor, h: torch.Tensor, split: int) -> torch.Tensor:
+    """∂ℓ/∂Fₖ = stateᵀ · hᵀ for state (rows, p) and h (q, rows): one GEMM, or `split` batched GEMMs
+    over row slices summed (plus one GEMM for the rows that do not fill a slice)."""
+    rows, p = state.shape
+    q = h.shape[0]
+    chunk = rows // split if split > 1 else 0
+    if chunk == 0:
+        return torch.mm(state.mT, h.mT)
+    main = split * chunk
+    sb = state[:main].view(split, chunk, p)                   # (B, chunk, p)
+    hb = h[:, :main].reshape(q, split, chunk).permute(1, 2, 0)  # (B, chunk, q), a view: strides (chunk, 1, rows)
+    out = torch.bmm(sb.mT, hb).sum(0)
+    if main < rows:
+        out = out + torch.mm(state[main:].mT, h[:, main:].mT)
+    return out
+
+
 def _backward_steps(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tensor,
                     needs: Sequence[bool]) -> list:
     """[∂ℓ/∂x, ∂ℓ/∂F1, …] like :func:`_backward`, as reverse mode over the factor steps: every step
@@ -253,9 +282,10 @@ def _backward_steps(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torc
     h = g2.mT if n == 1 else g2.mT.contiguous().view(qs[0], rows[0])
     gfs: list = [None] * n
     gx = None
+    split = _steps_split()
     for k in range(last + 1):
         if need_f[k]:
-            gfs[k] = torch.mm(states[k].mT, h.mT)
+            gfs[k] = _grad_factor(states[k], h, split)
             states[k] = None  # free the state as soon as its gradient is done
         if k < last or need_x:
             dstate = torch.mm(h.mT, factors[k].mT)  # (rowsₖ, pₖ)

@@ -345,6 +345,23 @@ def test_backward_steps_selected(device, steps_bwd, batch, shapes, want):
         assert rel_error(a, c) <= 1e-10 and rel_error(b, c) <= 1e-10
 
 
+@pytest.mark.parametrize("split", [0, 1, 4, 7, 10_000])
+@pytest.mark.parametrize("batch,shapes", [(3, [(4, 6), (5, 3), (2, 7)]), (5, [(7, 3)]), (2, [(16, 16)] * 3)])
+def test_backward_steps_split(device, monkeypatch, split, batch, shapes):
+    """∂ℓ/∂F as slices of the contraction (B dividing the rows or not, more slices than rows):
+    the same gradients as one GEMM, x's unchanged."""
+    from sparsekern.kron import _backward_steps
+    x, fs = _make(batch, shapes, torch.float64, device)
+    g = randn(batch, math.prod(q for _, q in shapes), dtype=torch.float64, device=device)
+    needs = [True] * (len(fs) + 1)
+    one = _backward_steps(x, fs, g, needs)
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD_SPLIT", str(split))
+    got = _backward_steps(x, fs, g, needs)
+    assert torch.equal(got[0], one[0])
+    for a, b in zip(got[1:], one[1:]):
+        assert a.shape == b.shape and rel_error(a, b) <= 1e-13
+
+
 def test_backward_steps_empty_and_broadcast_grad(device, steps_bwd):
     fs = [randn(3, 4, device=device).requires_grad_(), randn(2, 5, device=device).requires_grad_()]
     x = torch.empty(2, 0, 6, device=device, requires_grad=True)
