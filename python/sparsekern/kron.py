@@ -9,10 +9,21 @@ TF32 exactly when ``torch.backends.cuda.matmul.allow_tf32``). The op is the ``to
 custom op ``torch.ops.sparsekern.kron_matmul``, so it traces under ``torch.compile``.
 
 ``KronLinear`` is a drop-in linear layer whose weight is a Kronecker product of small factors.
+
+Backward selection: the environment variable ``SPARSEKERN_KRON_BWD`` is read on every backward
+call (a dict lookup). Unset (or anything but ``steps``) runs the fused native backward
+(``_C.kron_matmul_backward``); ``SPARSEKERN_KRON_BWD=steps`` runs ``_backward_steps``: reverse mode
+over the factor steps, every step one plain GEMM (cuBLAS through ``torch.mm`` on CUDA), the
+forward's intermediate states recomputed once. It applies to the eager autograd path and to the
+custom op's registered backward (under ``torch.compile`` the variable is read when the backward is
+traced). The steps backward is made of differentiable torch ops, so it also supports double
+backward (``create_graph=True``). ``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0)
+makes its ∂ℓ/∂F GEMMs B batched GEMMs over slices of the long contraction, summed.
 """
 from __future__ import annotations
 
 import math
+import os
 from typing import Sequence
 
 import torch
@@ -164,6 +175,127 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
     return [gx.view(x.shape) if gx is not None else None] + gfs
 
 
+def _steps_wanted() -> bool:
+    """True when ``SPARSEKERN_KRON_BWD=steps`` selects the GEMM-step backward (read per call)."""
+    return os.environ.get("SPARSEKERN_KRON_BWD") == "steps"
+
+
+def _steps_split() -> int:
+    """``SPARSEKERN_KRON_BWD_SPLIT=B`` (read per call; a measurement knob, default 0): compute each
+    ∂ℓ/∂Fₖ as B batched GEMMs over slices of its long contraction, summed, instead of one GEMM.
+    The GEMM is (pₖ × qₖ) with K = rowsₖ (up to 10⁵-10⁶): one output tile unless cuBLAS splits K
+    itself, which is what the knob lets the GPU run compare."""
+    try:
+        return max(int(os.environ.get("SPARSEKERN_KRON_BWD_SPLIT", "0")), 0)
+    except ValueError:
+        return 0
+
+
+def _grad_factor(state: torch.Tensor, h: torch.Tensor, split: int) -> torch.Tensor:
+    """∂ℓ/∂Fₖ = stateᵀ · hᵀ for state (rows, p) and h (q, rows): one GEMM, or `split` batched GEMMs
+    over row slices summed (plus one GEMM for the rows that do not fill a slice)."""
+    rows, p = state.shape
+    q = h.shape[0]
+    chunk = rows // split if split > 1 else 0
+    if chunk == 0:
+        return torch.mm(state.mT, h.mT)
+    main = split * chunk
+    sb = state[:main].view(split, chunk, p)                   # (B, chunk, p)
+    hb = h[:, :main].reshape(q, split, chunk).permute(1, 2, 0)  # (B, chunk, q), a view: strides (chunk, 1, rows)
+    out = torch.bmm(sb.mT, hb).sum(0)
+    if main < rows:
+        out = out + torch.mm(state[main:].mT, h[:, main:].mT)
+    return out
+
+
+def _backward_steps(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tensor,
+                    needs: Sequence[bool]) -> list:
+    """[∂ℓ/∂x, ∂ℓ/∂F1, …] like :func:`_backward`, as reverse mode over the factor steps: every step
+    is one plain GEMM (``torch.mm``: cuBLAS on CUDA, TF32 per ``allow_tf32``, accumulation as
+    torch's), no permute copies; torch ops only, so any device and dtype, and differentiable.
+
+    Index conventions (0-based factors k = 0 … n−1, Fₖ of shape (pₖ, qₖ); a row of x is indexed by
+    (i₀, …, iₙ₋₁) with i₀ slowest, as in ``torch.kron``; m is the row of x, M rows):
+
+        y[m, (j₀…jₙ₋₁)] = Σ_i x[m, (i₀…iₙ₋₁)] · Πₖ Fₖ[iₖ, jₖ]
+
+    Forward as steps (the "shuffle" order, last factor first; the batch index m rotates like a
+    mode, which is what makes each step one GEMM with no permute). State Sₖ is the input of the
+    step that applies Fₖ, a contiguous buffer whose modes, slowest first, are
+
+        Sₖ = (jₖ₊₁ … jₙ₋₁, m, i₀ … iₖ)   viewed as the matrix (rowsₖ, pₖ),
+        rowsₖ = M · Πⱼ₍<ₖ₎ pⱼ · Πⱼ₍>ₖ₎ qⱼ,
+
+    so Sₙ₋₁ = x as (M·P/pₙ₋₁, pₙ₋₁). The step contracts the last mode and writes the new one first:
+
+        Sₖ₋₁ = (Sₖ · Fₖ)ᵀ = Fₖᵀ · Sₖᵀ          (qₖ, rowsₖ), one GEMM, K = pₖ,
+
+    and (qₖ, rowsₖ) is, as memory, Sₖ₋₁'s (rowsₖ₋₁, pₖ₋₁). After F₀ the buffer is (j₀…jₙ₋₁, m) = yᵀ.
+
+    Backward, with Hₖ = ∂ℓ/∂(Sₖ · Fₖ)ᵀ in that step's output layout (qₖ, rowsₖ); H₀ = (∂ℓ/∂y)ᵀ made
+    contiguous (the one copy, M·Q elements; skipped for n = 1 where the transposed view serves):
+
+        ∂ℓ/∂Fₖ = Sₖᵀ · Hₖᵀ       (pₖ, qₖ), one GEMM, K = rowsₖ = M · Πⱼ≠ₖ dims
+        ∂ℓ/∂Sₖ = Hₖᵀ · Fₖᵀ       (rowsₖ, pₖ), one GEMM, K = qₖ; as memory this is Hₖ₊₁ (qₖ₊₁, rowsₖ₊₁),
+                                  and for k = n−1 it is ∂ℓ/∂x as (M, P).
+
+    Cost (square factors p, P = pⁿ): the forward is n GEMMs of 2·M·P·p FLOPs. This backward
+    recomputes S₀ … Sₙ₋₂ from x once (n−1 GEMMs) and runs 2n GEMMs: (3n−1)/n times the forward's
+    FLOPs; it moves about (6n−2)·M·P elements (each GEMM reads its state and writes one) plus the
+    transposed copy of ∂ℓ/∂y. Needs: only the ∂ℓ/∂Fₖ asked for are computed, and the chain stops
+    at the last factor asked for when x needs no gradient (no ∂ℓ/∂x GEMM).
+
+    Memory: the recomputed states are held from the recompute until their ∂ℓ/∂Fₖ (only those of
+    wanted factors are kept), at most n−1 buffers of about M·P elements alive at once during the
+    backward. Saving them in the forward instead would skip the n−1 recompute GEMMs but keeps
+    n−1 extra activations per call alive from forward to backward (and the fused forward does not
+    produce them): recompute is the default here.
+    """
+    P, Q = _check_args(x, factors)
+    n = len(factors)
+    need_x = bool(needs[0])
+    need_f = [bool(v) for v in needs[1:]]
+    if not need_x and not any(need_f):
+        return [None] * (n + 1)
+    ps = [f.shape[0] for f in factors]
+    qs = [f.shape[1] for f in factors]
+    x2 = x.reshape(-1, P)
+    M = x2.shape[0]
+    # rowsₖ explicitly: reshape(-1, ·) cannot infer a dim of an empty state.
+    rows = [M * math.prod(ps[:k]) * math.prod(qs[k + 1:]) for k in range(n)]
+    # The last factor the backward reaches: all of them for ∂ℓ/∂x, else the last one wanted.
+    last = n - 1 if need_x else max(k for k in range(n) if need_f[k])
+
+    # Recompute S_{n-1} (= x) … S_0, keeping only the states whose ∂ℓ/∂Fₖ is wanted.
+    states: list = [None] * n
+    s = x2.contiguous().view(rows[n - 1], ps[n - 1])
+    for k in range(n - 1, -1, -1):
+        if need_f[k]:
+            states[k] = s
+        if k == 0:
+            break
+        s = torch.mm(factors[k].mT, s.mT).view(rows[k - 1], ps[k - 1])
+    del s
+
+    g2 = grad.reshape(M, Q)
+    # H₀ = (∂ℓ/∂y)ᵀ as (q₀, rows₀); with one factor rows₀ = M and the transposed view is that matrix.
+    h = g2.mT if n == 1 else g2.mT.contiguous().view(qs[0], rows[0])
+    gfs: list = [None] * n
+    gx = None
+    split = _steps_split()
+    for k in range(last + 1):
+        if need_f[k]:
+            gfs[k] = _grad_factor(states[k], h, split)
+            states[k] = None  # free the state as soon as its gradient is done
+        if k < last or need_x:
+            dstate = torch.mm(h.mT, factors[k].mT)  # (rowsₖ, pₖ)
+            if k < n - 1:
+                h = dstate.view(qs[k + 1], rows[k + 1])
+            else:
+                gx = dstate.view(x.shape)
+    return [gx] + gfs
+
+
 # --------------------------------------------------------------------------------------------
 # Custom ops + autograd
 # --------------------------------------------------------------------------------------------
@@ -201,6 +333,9 @@ def _autograd_backward(ctx, grad):
     x, *factors = ctx.saved_tensors
     need_x, need_f = ctx.needs_input_grad
     needs = [bool(need_x)] + [bool(n) for n in need_f]
+    if _steps_wanted():  # torch ops: traced as they are under torch.compile
+        gx, *gfs = _backward_steps(x, factors, grad, needs)
+        return gx, gfs
     res = _kron_backward_op(x, factors, grad, needs)
     gx = res[0] if needs[0] else None
     gfs = [g if n else None for g, n in zip(res[1:], needs[1:])]
@@ -225,6 +360,8 @@ class _KronFunction(torch.autograd.Function):
     def backward(ctx, grad):
         x, *factors = ctx.saved_tensors
         needs = ctx.needs_input_grad
+        if _steps_wanted():  # torch ops: differentiable, so create_graph needs no custom op
+            return tuple(_backward_steps(x, factors, grad, needs))
         if torch.is_grad_enabled():  # create_graph: the recorded path, as before
             res = _kron_backward_op(x, factors, grad, list(needs))
             return tuple(g if n else None for g, n in zip(res, needs))

@@ -256,6 +256,159 @@ def test_gradcheck(shapes):
 
 
 # --------------------------------------------------------------------------------------------
+# Step-wise backward (SPARSEKERN_KRON_BWD=steps): one GEMM per step, torch ops only
+# --------------------------------------------------------------------------------------------
+# Issue 5's ten cases at batch 3 or 7 (same factor shapes, so the same GEMM shapes per step apart
+# from the batch), then rectangular factors, sizes 1, and single factors (plain linear).
+STEPS = [
+    (3, [(32, 32)] * 2), (7, [(128, 128)] * 2), (7, [(32, 32)] * 2), (3, [(64, 64)] * 2),
+    (3, [(128, 128)] * 2), (7, [(16, 16)] * 3), (7, [(8, 8)] * 4), (3, [(16, 16)] * 4),
+    (7, [(64, 64)] * 2), (3, [(32, 32)] * 3),
+    (3, [(4, 6), (5, 3), (2, 7)]), (5, [(1, 3), (3, 1), (2, 2)]), (1, [(2, 3), (3, 5), (5, 2), (2, 1)]),
+    (7, [(5, 3)]), (3, [(128, 3)]),
+]
+
+
+@pytest.fixture
+def steps_bwd(monkeypatch):
+    """Select the step-wise backward; the fused one raises, so a silent fallback cannot pass."""
+    from sparsekern import kron as kron_mod
+
+    def fused(*args, **kwargs):
+        raise AssertionError("the fused backward ran with SPARSEKERN_KRON_BWD=steps")
+
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD", "steps")
+    monkeypatch.setattr(kron_mod, "_backward", fused)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch,shapes", STEPS)
+def test_backward_steps(device, dtype, batch, shapes):
+    """Every gradient against float64 autograd of the reference, and close to the fused backward's."""
+    from sparsekern.kron import _backward, _backward_steps
+    x, fs = _make(batch, shapes, dtype, device)
+    Q = math.prod(q for _, q in shapes)
+    g = randn(batch, Q, dtype=dtype, device=device)
+    needs = [True] * (len(fs) + 1)
+    got = _backward_steps(x, fs, g, needs)
+    fused = _backward(x, fs, g, needs)
+    x64 = x.double().requires_grad_()
+    f64 = [f.double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], g.double())
+    for a, b, c in zip(got, fused, want):
+        assert a.shape == c.shape and a.dtype == dtype and a.device == x.device
+        assert rel_error(a, c) <= _tol(dtype, device, 4)
+        assert rel_error(a, b) <= _tol(dtype, device, 8)
+
+
+@pytest.mark.parametrize("which", [[0], [1], [2], [3], [0, 2], [1, 3], [2, 3], [0, 1, 2, 3]])
+def test_backward_steps_needs(device, which):
+    """Only the wanted gradients, each equal to the full computation's; None for the others."""
+    from sparsekern.kron import _backward_steps
+    shapes = [(3, 4), (16, 16), (5, 2)]
+    x, fs = _make(4, shapes, torch.float64, device)
+    g = randn(4, 4 * 16 * 2, dtype=torch.float64, device=device)
+    full = _backward_steps(x, fs, g, [True] * 4)
+    got = _backward_steps(x, fs, g, [i in which for i in range(4)])
+    for i, (a, b) in enumerate(zip(got, full)):
+        if i in which:
+            assert torch.equal(a, b)  # the same GEMMs on the same operands
+        else:
+            assert a is None
+    assert _backward_steps(x, fs, g, [False] * 4) == [None] * 4
+
+
+@pytest.mark.parametrize("batch,shapes,want", [
+    (1, [(3, 5), (7, 2), (24, 3)], [0, 2, 3]),
+    (5, [(8, 8)] * 4, [1, 2, 4]),
+    (3, [(5, 3), (2, 2), (3, 7), (2, 1), (7, 2)], [0, 1, 3, 5]),
+    (2, [(64, 64), (2, 3)], [2]),
+    (4, [(6, 5)], [0]),
+])
+def test_backward_steps_selected(device, steps_bwd, batch, shapes, want):
+    """With the variable set, the eager Function and the custom op's registered backward both run
+    the steps (the fused one would raise), for any subset of wanted gradients, 3-D strided x."""
+    from sparsekern.kron import _KronFunction, _kron_op
+    P = math.prod(p for p, _ in shapes)
+    base = randn(batch, 2, 2 * P, dtype=torch.float64, device=device)
+    leaves = [base[:, :, ::2], *[randn(p, q, dtype=torch.float64, device=device) for p, q in shapes]]
+    leaves = [t.requires_grad_(i in want) for i, t in enumerate(leaves)]  # x: non-contiguous rows
+    y = kron_matmul(leaves[0], leaves[1:])
+    assert type(y.grad_fn).__name__.startswith(_KronFunction.__name__)
+    g = randn(*y.shape, dtype=torch.float64, device=device)
+    got = torch.autograd.grad(y, [leaves[i] for i in want], g)
+    via_op = torch.autograd.grad(_kron_op(leaves[0], leaves[1:]), [leaves[i] for i in want], g)
+    ref_leaves = [t.detach().clone().requires_grad_() for t in leaves]
+    ref = torch.autograd.grad(_reference_graph(ref_leaves[0], ref_leaves[1:]), [ref_leaves[i] for i in want], g)
+    for i, a, b, c in zip(want, got, via_op, ref):
+        assert a.shape == leaves[i].shape
+        assert rel_error(a, c) <= 1e-10 and rel_error(b, c) <= 1e-10
+
+
+@pytest.mark.parametrize("split", [0, 1, 4, 7, 10_000])
+@pytest.mark.parametrize("batch,shapes", [(3, [(4, 6), (5, 3), (2, 7)]), (5, [(7, 3)]), (2, [(16, 16)] * 3)])
+def test_backward_steps_split(device, monkeypatch, split, batch, shapes):
+    """∂ℓ/∂F as slices of the contraction (B dividing the rows or not, more slices than rows):
+    the same gradients as one GEMM, x's unchanged."""
+    from sparsekern.kron import _backward_steps
+    x, fs = _make(batch, shapes, torch.float64, device)
+    g = randn(batch, math.prod(q for _, q in shapes), dtype=torch.float64, device=device)
+    needs = [True] * (len(fs) + 1)
+    one = _backward_steps(x, fs, g, needs)
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD_SPLIT", str(split))
+    got = _backward_steps(x, fs, g, needs)
+    assert torch.equal(got[0], one[0])
+    for a, b in zip(got[1:], one[1:]):
+        assert a.shape == b.shape and rel_error(a, b) <= 1e-13
+
+
+def test_backward_steps_empty_and_broadcast_grad(device, steps_bwd):
+    fs = [randn(3, 4, device=device).requires_grad_(), randn(2, 5, device=device).requires_grad_()]
+    x = torch.empty(2, 0, 6, device=device, requires_grad=True)
+    kron_matmul(x, fs).sum().backward()
+    assert x.grad.shape == x.shape
+    for f in fs:  # an empty sum: exactly zero
+        assert torch.equal(f.grad, torch.zeros_like(f))
+        f.grad = None
+    x = randn(5, 6, dtype=torch.float64, device=device).requires_grad_()
+    f64 = [f.detach().double().requires_grad_() for f in fs]
+    kron_matmul(x, f64).sum().backward()  # ∂ℓ/∂y is an expanded (stride-0) tensor
+    x2 = x.detach().clone().requires_grad_()
+    r64 = [f.detach().clone().requires_grad_() for f in f64]
+    kron_reference(x2, r64).sum().backward()
+    assert rel_error(x.grad, x2.grad) <= 1e-12
+    for a, b in zip(f64, r64):
+        assert rel_error(a.grad, b.grad) <= 1e-12
+
+
+@pytest.mark.parametrize("shapes", [[(2, 3)], [(2, 3), (3, 2)], [(3, 2), (1, 2), (2, 3)],
+                                    [(2, 2), (2, 1), (1, 3), (3, 2)]])
+def test_backward_steps_gradcheck(steps_bwd, shapes):
+    """gradcheck, and gradgradcheck: the steps are differentiable torch ops (double backward)."""
+    x, fs = _make(3, shapes, torch.float64, torch.device("cpu"), grad=True)
+    fn = lambda x, *fs: kron_matmul(x, list(fs))  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, *fs))
+    assert torch.autograd.gradgradcheck(fn, (x, *fs))
+
+
+def test_backward_steps_compile(steps_bwd):
+    """torch.compile(fullgraph=True) traces the steps into the backward graph."""
+    m = KronLinear([(3, 4), (2, 5)], dtype=torch.float64)
+    x = torch.randn(7, 6, dtype=torch.float64, requires_grad=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x: m(x).square().sum(), backend="aot_eager", fullgraph=True)
+    compiled(x).backward()
+    gx, gf = x.grad.clone(), [f.grad.clone() for f in m.factors]
+    x.grad = None
+    m.zero_grad()
+    x64 = x.detach().clone().requires_grad_()
+    (kron_reference(x64, list(m.factors)) + m.bias).square().sum().backward()
+    assert rel_error(gx, x64.grad) <= 1e-12
+    for a, f in zip(gf, m.factors):
+        assert rel_error(a, f.grad) <= 1e-12
+
+
+# --------------------------------------------------------------------------------------------
 # Left product
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
