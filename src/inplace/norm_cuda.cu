@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 
 #include "bulk_rows.cuh"
@@ -164,7 +165,9 @@ norm_stream_kernel(T* x, RowGeom g, bool aligned, Affine<T> af, acc_t<T> eps) {
 /// That leaves two conversions per element (stats pass, output pass).
 
 /// Bytes before the weight/bias planes in norm_bulk_kernel's shared memory: barriers and partial sums.
-constexpr std::size_t kNormBulkHead = (kBulkMaxStages * 8 + kBulkMaxStages * kWarpRowsWarps * 8 + 127) / 128 * 128;
+/// Most warps per row (block) of norm_bulk_kernel.
+constexpr int kNormBulkMaxWarps = 16;
+constexpr std::size_t kNormBulkHead = (kBulkMaxStages * 8 + kBulkMaxStages * kNormBulkMaxWarps * 8 + 127) / 128 * 128;
 
 /// Where NormRowOp reads weight and bias from: fp32 planes staged in shared memory, or the 16-bit
 /// tensors through the read-only cache (__ldg: 16-byte words, converted per use; needs both
@@ -224,13 +227,10 @@ struct NormRowOp {
     var = var > A(0) ? var : A(0);  // rounding can leave a tiny negative for a constant row
     rstd = rsqrt_acc(var + eps);
   }
-  /// The normalised, affine-mapped word `vi` of the row.
-  __device__ __forceinline__ uint4 out_word(const uint4& raw, int vi, A mean, A rstd, const uint4* words) const {
+  /// Weight and bias of word `vi` as fp32 (1 and 0 where absent).
+  __device__ __forceinline__ void affine_word(int vi, const uint4* words, float* wv, float* bv) const {
     const float4* w4 = reinterpret_cast<const float4*>(words);
     const float4* b4 = w4 + (weight ? 2 * kWords : 0);
-    A f[V];
-    unpack_vec<T>(raw, f);
-    float wv[V], bv[V];
     if constexpr (kFrom == AffineFrom::kLdg) {
       if (weight) unpack_vec<T>(__ldg(reinterpret_cast<const uint4*>(weight) + vi), wv);
       if (bias) unpack_vec<T>(__ldg(reinterpret_cast<const uint4*>(bias) + vi), bv);
@@ -242,6 +242,9 @@ struct NormRowOp {
       const float4 lo = b4[vi], hi = b4[kWords + vi];
       bv[0] = lo.x, bv[1] = lo.y, bv[2] = lo.z, bv[3] = lo.w, bv[4] = hi.x, bv[5] = hi.y, bv[6] = hi.z, bv[7] = hi.w;
     }
+  }
+  /// f ← (f − mean)·rstd·w + b, packed back to 16 bits.
+  __device__ __forceinline__ uint4 apply(A* f, const float* wv, const float* bv, A mean, A rstd) const {
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       A o = (f[e] - mean) * rstd;
@@ -250,6 +253,14 @@ struct NormRowOp {
       f[e] = o;
     }
     return pack_vec<T>(f);
+  }
+  /// The normalised, affine-mapped word `vi` of the row.
+  __device__ __forceinline__ uint4 out_word(const uint4& raw, int vi, A mean, A rstd, const uint4* words) const {
+    A f[V];
+    unpack_vec<T>(raw, f);
+    float wv[V], bv[V];
+    affine_word(vi, words, wv, bv);
+    return apply(f, wv, bv, mean, rstd);
   }
 
   __device__ __forceinline__ void row(uint4 (&cur)[VPW], uint4* out, std::int64_t nvec, int lane,
@@ -281,25 +292,35 @@ struct NormRowOp {
   }
 };
 
+/// Variants of norm_bulk_kernel (kFlags bits), compared on the H200 in session 4
+/// (benchmarks/results/inplace-norm-variants-*): kKeepFloats unpacks each word once per row and
+/// keeps the fp32 values for the output pass (more registers, fewer conversions); kHoldAffine loads
+/// this thread's weight/bias words once per block, before the row loop, and keeps them in
+/// registers (its columns are the same in every row).
+constexpr int kKeepFloats = 1, kHoldAffine = 2;
+
 /// Hopper block-row LayerNorm/RMSNorm for 16-bit rows of 1025…4096 elements (sm_90+; see
-/// bulk_rows.cuh for the copy-engine helpers). A block of kWarpRowsThreads threads normalises one
-/// row at a time, each lane holding LW words of it (word vi = k·128 + threadIdx.x), while thread 0
-/// keeps the block's next `stages` rows in flight into a shared-memory ring with bulk copies.
+/// bulk_rows.cuh for the copy-engine helpers). A block of W warps normalises one row at a time,
+/// each thread holding LW words of it (word vi = k·32W + threadIdx.x), while thread 0 keeps the
+/// block's next `stages` rows in flight into a shared-memory ring with bulk copies.
 ///
 /// Why not a warp per row: holding a whole 4096-element row in one warp took ~120 registers per
 /// thread, so only 8-16 warps fit per SM, and each warp's row was a long dependent sequence
 /// (ncu on the H200: 40% of issue slots busy, no eligible warp 56% of the time, 51-61% of DRAM
 /// bandwidth; 64-75% in the benchmark, with or without staging the rows through shared memory).
-/// Four warps per row cut the per-row latency by four and the registers to LW·4 data registers;
+/// Several warps per row cut the per-row latency and the registers to LW·4 data registers;
 /// one block barrier per row (single-pass shifted statistics, see NormRowOp) combines the warps'
 /// partial sums and also tells thread 0 that the row's buffer has been read.
-template <typename T, bool kRms, int LW, AffineFrom kFrom>
-__global__ void __launch_bounds__(kWarpRowsThreads)
-norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * kWarpRowsWarps, kFrom> op) {
+template <typename T, bool kRms, int LW, AffineFrom kFrom, int W, int kFlags>
+__global__ void __launch_bounds__(W * 32)
+norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * W, kFrom> op) {
 #ifdef SPARSEKERN_BULK_DEVICE
   using A = acc_t<T>;
-  using Op = NormRowOp<T, kRms, LW * kWarpRowsWarps, kFrom>;
-  constexpr int V = kVec<T>;
+  using Op = NormRowOp<T, kRms, LW * W, kFrom>;
+  constexpr int V = kVec<T>, kThreads = W * 32;
+  constexpr bool kKeep = (kFlags & kKeepFloats) != 0, kHold = (kFlags & kHoldAffine) != 0;
+  static_assert(W <= kNormBulkMaxWarps, "partial sums sized for kNormBulkMaxWarps");
+  static_assert(!kHold || kFrom == AffineFrom::kLdg, "held weight/bias come from the 16-bit tensors");
   extern __shared__ __align__(128) unsigned char norm_bulk_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const std::int64_t nvec = g.cols / V;
@@ -321,6 +342,16 @@ norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * kWarpRowsW
     }
   }
   op.stage(words);
+  uint4 wh[kHold ? LW : 1], bh[kHold ? LW : 1];
+  if constexpr (kHold) {
+#pragma unroll
+    for (int k = 0; k < LW; ++k) {
+      const std::int64_t vi = std::int64_t(k) * kThreads + tid;
+      const uint4 one = make_uint4(0u, 0u, 0u, 0u);
+      wh[k] = op.weight && vi < nvec ? __ldg(reinterpret_cast<const uint4*>(op.weight) + vi) : one;
+      bh[k] = op.bias && vi < nvec ? __ldg(reinterpret_cast<const uint4*>(op.bias) + vi) : one;
+    }
+  }
   __syncthreads();
 
   int s = 0;
@@ -329,22 +360,33 @@ norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * kWarpRowsW
     bulk_wait(&bars[s], parity);
     const unsigned char* buf = bufs + s * buf_stride;
     const A c = kRms ? A(0) : to_acc(*reinterpret_cast<const T*>(buf));  // the shift: the row's first element
+    const auto ok = [&](int k) { return std::int64_t(k) * kThreads + tid < nvec; };
     uint4 cur[LW];
 #pragma unroll
-    for (int k = 0; k < LW; ++k) {
-      const std::int64_t vi = std::int64_t(k) * kWarpRowsThreads + tid;
-      cur[k] = vi < nvec ? reinterpret_cast<const uint4*>(buf)[vi] : make_uint4(0u, 0u, 0u, 0u);
-    }
+    for (int k = 0; k < LW; ++k) cur[k] = ok(k) ? reinterpret_cast<const uint4*>(buf)[k * kThreads + tid] : make_uint4(0u, 0u, 0u, 0u);
+    A fl[kKeep ? LW * V : 1];
     A sv[V] = {}, ssv[V] = {};
-    Op::template accumulate<LW>(cur, [&](int k) { return std::int64_t(k) * kWarpRowsThreads + tid < nvec; }, c,
-                                sv, ssv);
+    if constexpr (kKeep) {
+#pragma unroll
+      for (int k = 0; k < LW; ++k) {
+        unpack_vec<T>(cur[k], fl + k * V);  // zero words past the row unpack to 0.0
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const A d = ok(k) ? fl[k * V + e] - c : A(0);
+          if constexpr (!kRms) sv[e] += d;
+          ssv[e] += d * d;
+        }
+      }
+    } else {
+      Op::template accumulate<LW>(cur, ok, c, sv, ssv);
+    }
     A sum = kRms ? A(0) : sum_slots<V>(sv), sumsq = sum_slots<V>(ssv);
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
       if constexpr (!kRms) sum += __shfl_xor_sync(0xffffffffu, sum, off);
       sumsq += __shfl_xor_sync(0xffffffffu, sumsq, off);
     }
-    if (lane == 0) part[s * kWarpRowsWarps + warp] = make_float2(sum, sumsq);
+    if (lane == 0) part[s * W + warp] = make_float2(sum, sumsq);
     __syncthreads();  // partial sums visible; every thread has read this row's buffer
     if (tid == 0) {
       const std::int64_t next = r + std::int64_t(stages) * gridDim.x;
@@ -355,8 +397,8 @@ norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * kWarpRowsW
     }
     sum = 0, sumsq = 0;
 #pragma unroll
-    for (int w = 0; w < kWarpRowsWarps; ++w) {
-      const float2 p = part[s * kWarpRowsWarps + w];
+    for (int w = 0; w < W; ++w) {
+      const float2 p = part[s * W + w];
       sum += p.x, sumsq += p.y;
     }
     A mean, rstd;
@@ -364,8 +406,24 @@ norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * kWarpRowsW
     uint4* out = reinterpret_cast<uint4*>(x + g.offset(r));
 #pragma unroll
     for (int k = 0; k < LW; ++k) {
-      const int vi = k * kWarpRowsThreads + tid;
-      if (vi < nvec) out[vi] = op.out_word(cur[k], vi, mean, rstd, words);
+      const int vi = k * kThreads + tid;
+      if (vi < nvec) {
+        A f[V];
+        if constexpr (kKeep) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) f[e] = fl[k * V + e];
+        } else {
+          unpack_vec<T>(cur[k], f);
+        }
+        float wv[V], bv[V];
+        if constexpr (kHold) {
+          if (op.weight) unpack_vec<T>(wh[k], wv);
+          if (op.bias) unpack_vec<T>(bh[k], bv);
+        } else {
+          op.affine_word(vi, words, wv, bv);
+        }
+        out[vi] = op.apply(f, wv, bv, mean, rstd);
+      }
     }
     if (++s == stages) s = 0, parity ^= 1u;
   }
@@ -374,22 +432,75 @@ norm_bulk_kernel(T* x, RowGeom g, int stages, NormRowOp<T, kRms, LW * kWarpRowsW
 #endif
 }
 
-/// Launches norm_bulk_kernel for rows of VPW·32 words at most (VPW 8 or 16) when the device and the
-/// build allow it; returns false otherwise (the caller runs the warp-row kernel).
-template <typename T, bool kRms, int VPW, AffineFrom kFrom>
-bool launch_norm_bulk(T* x, const RowGeom& g, const NormRowOp<T, kRms, VPW, kFrom>& op, cudaStream_t stream) {
-  if constexpr (VPW < 8) {
+/// Diagnostic: SPARSEKERN_INPLACE_NORM_VARIANT=WARPSxFLAGS (e.g. 8x2) picks norm_bulk_kernel's
+/// warps per row and kFlags in a build with -DSPARSEKERN_NORM_VARIANTS (tools/diag); read once.
+#ifdef SPARSEKERN_NORM_VARIANTS
+int norm_bulk_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("SPARSEKERN_INPLACE_NORM_VARIANT");  // "WxF", e.g. "8x2"
+    int w = 0, f = 0;
+    return e && std::sscanf(e, "%dx%d", &w, &f) == 2 ? w * 10 + f : 0;
+  }();
+  return v;
+}
+#endif
+
+
+template <typename T, bool kRms, int VPW, AffineFrom kFrom, int W, int kFlags>
+bool launch_norm_bulk_as(T* x, const RowGeom& g, const NormRowOp<T, kRms, VPW, kFrom>& op, cudaStream_t stream) {
+  if constexpr (VPW < W * 2 || (kFlags & kHoldAffine && kFrom != AffineFrom::kLdg)) {
     return false;
   } else {
-    constexpr auto kernel = norm_bulk_kernel<T, kRms, VPW / kWarpRowsWarps, kFrom>;
+    constexpr auto kernel = norm_bulk_kernel<T, kRms, VPW / W, kFrom, W, kFlags>;
     if (!bulk_rows_enabled() || g.rows == 0 || !bulk_kernel_usable<kernel>()) return false;
     const std::size_t row_bytes = std::size_t(g.cols) * sizeof(T);
     const int stages = bulk_stages(row_bytes);
     const std::size_t smem = (kNormBulkHead + op.shared_bytes() + 127) / 128 * 128 +
                              std::size_t(stages) * ((row_bytes + 127) / 128 * 128);
-    kernel<<<persistent_grid(kernel, kWarpRowsThreads, smem, g.rows, 1), kWarpRowsThreads, smem, stream>>>(x, g, stages,
-                                                                                                          op);
+    kernel<<<persistent_grid(kernel, W * 32, smem, g.rows, 1), W * 32, smem, stream>>>(x, g, stages, op);
     return true;
+  }
+}
+
+/// Launches norm_bulk_kernel for rows of VPW·32 words at most (VPW 8 or 16) when the device and the
+/// build allow it; returns false otherwise (the caller runs the warp-row kernel).
+///
+/// Shape of the block per op, from the variants timed on the H200 (session 4, 16384 rows; %
+/// of the copy bandwidth, back-to-back calls; benchmarks/results/inplace-norm-variants-*):
+/// - LayerNorm, rows of 2049-4096: 8 warps, fp32 values kept between the passes, weight and bias
+///   held in registers (kKeepFloats | kHoldAffine): fp16 79% / bf16 79% at 4096 against 76% /
+///   72% for 4 warps without them (LayerNorm does more arithmetic per element than RMSNorm: the
+///   conversions saved matter);
+/// - LayerNorm, rows of 1025-2048: 4 warps, fp32 values kept: 69% / 65% against 68% / 64%;
+/// - RMSNorm: 4 warps, raw words only (83% / 81% at 4096; the other variants 76-82%).
+/// 16 warps per row was slower everywhere (64-74%).
+template <typename T, bool kRms, int VPW, AffineFrom kFrom>
+bool launch_norm_bulk(T* x, const RowGeom& g, const NormRowOp<T, kRms, VPW, kFrom>& op, cudaStream_t stream) {
+  if constexpr (VPW < 8) {
+    return false;
+  } else {
+#ifdef SPARSEKERN_NORM_VARIANTS
+    const int v = norm_bulk_variant();  // flag 4: weight/bias planes in shared memory (kSmem op)
+    if (v != 0 && (v % 10) & 4 && kFrom == AffineFrom::kLdg) return false;
+    switch (v - ((v % 10) & 4)) {
+      case 40: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 4, 0>(x, g, op, stream);
+      case 41: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 4, 1>(x, g, op, stream);
+      case 42: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 4, 2>(x, g, op, stream);
+      case 43: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 4, 3>(x, g, op, stream);
+      case 80: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 8, 0>(x, g, op, stream);
+      case 81: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 8, 1>(x, g, op, stream);
+      case 82: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 8, 2>(x, g, op, stream);
+      case 83: return launch_norm_bulk_as<T, kRms, VPW, kFrom, 8, 3>(x, g, op, stream);
+      default: break;
+    }
+#endif
+    if constexpr (kRms) {
+      return launch_norm_bulk_as<T, kRms, VPW, kFrom, 4, 0>(x, g, op, stream);
+    } else if constexpr (VPW == 16 && kFrom == AffineFrom::kLdg) {
+      return launch_norm_bulk_as<T, kRms, VPW, kFrom, 8, kKeepFloats | kHoldAffine>(x, g, op, stream);
+    } else {
+      return launch_norm_bulk_as<T, kRms, VPW, kFrom, 4, kKeepFloats>(x, g, op, stream);
+    }
   }
 }
 

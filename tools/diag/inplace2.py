@@ -45,7 +45,8 @@ def copy_tbps():
 
 ceiling = copy_tbps()
 print(f"copy ceiling {ceiling:.3f} TB/s  warp_rows={'on' if warp else 'off'} bulk={'on' if bulk else 'off'} "
-      f"bulk_bytes={os.environ.get('SPARSEKERN_INPLACE_BULK_BYTES', 'default')}  {torch.cuda.get_device_name()}")
+      f"bulk_bytes={os.environ.get('SPARSEKERN_INPLACE_BULK_BYTES', 'default')} "
+      f"norm_variant={os.environ.get('SPARSEKERN_INPLACE_NORM_VARIANT', 'default')}  {torch.cuda.get_device_name()}")
 rows = []
 gen = torch.Generator(device=dev).manual_seed(0)
 
@@ -74,6 +75,18 @@ def report(op, shape, dtype, fn, nbytes, err):
 
 SM = [(32, 12, 512, 512), (256, 262144), (64, 1024, 1032)]
 NORM = [(16384, 4096), (16384, 2048), (16384, 1024), (65536, 768), (16384, 4104)]
+if os.environ.get("INPLACE2_NORM_SHAPES"):  # e.g. "16384x4096,16384x2048"
+    NORM = [tuple(int(v) for v in s.split("x")) for s in os.environ["INPLACE2_NORM_SHAPES"].split(",")]
+if os.environ.get("INPLACE2_CEIL") == "1":  # torch's in-place elementwise and copy at the norm shapes
+    for shape in NORM:
+        for dtype in (torch.float16, torch.float32):
+            a, b = rnd(shape, dtype), rnd(shape, dtype)
+            nb = 2 * a.numel() * a.element_size()
+            for name, fn in (("mul_(1.0)", lambda: a.mul_(1.0)), ("copy_", lambda: a.copy_(b))):
+                ms = time_ms(fn, dev)
+                print(f"torch {name:10s} {str(shape):16s} {str(dtype)[6:]:8s} {ms:8.4f} ms {nb / ms / 1e9:6.3f} TB/s "
+                      f"{100 * nb / ms / 1e9 / ceiling:5.1f}% (burst {100 * nb / burst_ms(fn) / 1e9 / ceiling:5.1f}%)", flush=True)
+            del a, b
 only_norm = os.environ.get("INPLACE2_OPS") == "norm"  # INPLACE2_OPS=norm: the 16-bit norms only
 for dtype in ((torch.float16, torch.bfloat16) if only_norm else (torch.float16, torch.bfloat16, torch.float32)):
     es = torch.empty((), dtype=dtype).element_size()
