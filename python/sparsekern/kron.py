@@ -10,15 +10,20 @@ custom op ``torch.ops.sparsekern.kron_matmul``, so it traces under ``torch.compi
 
 ``KronLinear`` is a drop-in linear layer whose weight is a Kronecker product of small factors.
 
-Backward selection: the environment variable ``SPARSEKERN_KRON_BWD`` is read on every backward
-call (a dict lookup). Unset (or anything but ``steps``) runs the fused native backward
-(``_C.kron_matmul_backward``); ``SPARSEKERN_KRON_BWD=steps`` runs ``_backward_steps``: reverse mode
-over the factor steps, every step one plain GEMM (cuBLAS through ``torch.mm`` on CUDA), the
-forward's intermediate states recomputed once. It applies to the eager autograd path and to the
-custom op's registered backward (under ``torch.compile`` the variable is read when the backward is
-traced). The steps backward is made of differentiable torch ops, so it also supports double
-backward (``create_graph=True``). ``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0)
-makes its ∂ℓ/∂F GEMMs B batched GEMMs over slices of the long contraction, summed.
+Backward selection: two implementations compute the same gradients. The fused native backward
+(``_C.kron_matmul_backward``) runs the library's fused kernels; the step-wise backward
+(``_backward_steps``) is reverse mode over the factor steps, every step one plain GEMM (cuBLAS
+through ``torch.mm`` on CUDA), the forward's intermediate states recomputed once. By default CUDA
+tensors take the step-wise backward for the factor shapes where it measured faster on an H200
+(fp32, TF32 off; ``tools/diag/kron_bwd_steps.py``): two factors with 4096 ≤ p·q and p, q < 128
+((1024,[64,64]) 195 µs against 278 µs fused, (4096,[64,64]) 534 against 1040) and three or more
+factors with p·q ≥ 1024 each ((128,[32,32,32]) 246 against 351); everything else (and the CPU)
+keeps the fused backward, e.g. (1024,[32,32]) 105 µs fused against 228, (1024,[8,8,8,8]) 232
+against 635. ``SPARSEKERN_KRON_BWD=steps`` or ``=fused`` (read on every backward call) forces one.
+Under ``torch.compile`` the choice is made when the backward is traced. The steps backward is made
+of differentiable torch ops, so it also supports double backward (``create_graph=True``).
+``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0) makes its ∂ℓ/∂F GEMMs B batched
+GEMMs over slices of the long contraction, summed.
 """
 from __future__ import annotations
 
@@ -175,9 +180,22 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
     return [gx.view(x.shape) if gx is not None else None] + gfs
 
 
-def _steps_wanted() -> bool:
-    """True when ``SPARSEKERN_KRON_BWD=steps`` selects the GEMM-step backward (read per call)."""
-    return os.environ.get("SPARSEKERN_KRON_BWD") == "steps"
+def _steps_wanted(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> bool:
+    """Whether the backward runs step-wise (see the module docs): ``SPARSEKERN_KRON_BWD`` when set
+    to ``steps`` or ``fused`` (read per call), else the shape rule on CUDA, else no."""
+    forced = os.environ.get("SPARSEKERN_KRON_BWD")
+    if forced == "steps":
+        return True
+    if forced == "fused" or not x.is_cuda:
+        return False
+    return _steps_faster([tuple(f.shape) for f in factors])
+
+
+def _steps_faster(shapes) -> bool:
+    """The H200 measurements of the module docs as a rule over the factor shapes (p, q)."""
+    if len(shapes) == 2:
+        return all(p * q >= 4096 and p < 128 and q < 128 for p, q in shapes)
+    return len(shapes) >= 3 and all(p * q >= 1024 for p, q in shapes)
 
 
 def _steps_split() -> int:
@@ -333,7 +351,7 @@ def _autograd_backward(ctx, grad):
     x, *factors = ctx.saved_tensors
     need_x, need_f = ctx.needs_input_grad
     needs = [bool(need_x)] + [bool(n) for n in need_f]
-    if _steps_wanted():  # torch ops: traced as they are under torch.compile
+    if _steps_wanted(x, factors):  # torch ops: traced as they are under torch.compile
         gx, *gfs = _backward_steps(x, factors, grad, needs)
         return gx, gfs
     res = _kron_backward_op(x, factors, grad, needs)
@@ -360,7 +378,7 @@ class _KronFunction(torch.autograd.Function):
     def backward(ctx, grad):
         x, *factors = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        if _steps_wanted():  # torch ops: differentiable, so create_graph needs no custom op
+        if _steps_wanted(x, factors):  # torch ops: differentiable, so create_graph needs no custom op
             return tuple(_backward_steps(x, factors, grad, needs))
         if torch.is_grad_enabled():  # create_graph: the recorded path, as before
             res = _kron_backward_op(x, factors, grad, list(needs))

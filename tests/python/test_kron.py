@@ -211,6 +211,46 @@ def test_backward_partial_needs(device, which):
         assert rel_error(a, b) <= 1e-10
 
 
+def test_steps_rule_matches_the_measured_cases():
+    """The default choice (CUDA) over issue 5's table: steps exactly where it measured faster."""
+    from sparsekern.kron import _steps_faster
+    steps = {((64, 64),) * 2, ((32, 32),) * 3}
+    for shapes in [((32, 32),) * 2, ((128, 128),) * 2, ((64, 64),) * 2, ((16, 16),) * 3, ((8, 8),) * 4,
+                   ((16, 16),) * 4, ((32, 32),) * 3]:
+        assert _steps_faster(list(shapes)) == (shapes in steps), shapes
+    assert not _steps_faster([(64, 64)])  # one factor: a plain product either way
+    assert not _steps_faster([(64, 64), (128, 64)])
+    assert _steps_faster([(64, 96), (96, 64)])
+
+
+@pytest.mark.parametrize("env", [None, "fused", "steps"])
+@pytest.mark.parametrize("shapes", [[(64, 64), (64, 64)], [(8, 8)] * 3])
+def test_backward_default_choice(device, monkeypatch, env, shapes):
+    """Which backward runs: the variable when set, else the shape rule on CUDA and the fused one on
+    the CPU; the other implementation raises, so the check cannot pass by accident."""
+    from sparsekern import kron as kron_mod
+    from sparsekern.kron import _steps_faster
+    if env is None:
+        monkeypatch.delenv("SPARSEKERN_KRON_BWD", raising=False)
+        steps = device.type == "cuda" and _steps_faster(shapes)
+    else:
+        monkeypatch.setenv("SPARSEKERN_KRON_BWD", env)
+        steps = env == "steps"
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the other backward ran")
+
+    monkeypatch.setattr(kron_mod, "_backward" if steps else "_backward_steps", boom)
+    x, fs = _make(3, shapes, torch.float32, device, grad=True)
+    y = kron_matmul(x, fs)
+    grads = torch.autograd.grad(y, [x, *fs], torch.ones_like(y))
+    x64 = x.detach().double().requires_grad_()
+    f64 = [f.detach().double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], torch.ones_like(y).double())
+    for a, b in zip(grads, want):
+        assert rel_error(a, b) <= _tol(torch.float32, device, 4)
+
+
 @pytest.mark.parametrize("batch,shapes,want", [
     (1, [(3, 5), (7, 2), (24, 3)], [0, 2, 3]),          # batch 1, two of three factors
     (5, [(8, 8)] * 4, [1, 2, 4]),                        # one fused group (forward), split backward
@@ -316,6 +356,46 @@ def test_backward_steps_needs(device, which):
         else:
             assert a is None
     assert _backward_steps(x, fs, g, [False] * 4) == [None] * 4
+
+
+def test_steps_rule_matches_the_measured_cases():
+    """The default choice (CUDA) over issue 5's table: steps exactly where it measured faster."""
+    from sparsekern.kron import _steps_faster
+    steps = {((64, 64),) * 2, ((32, 32),) * 3}
+    for shapes in [((32, 32),) * 2, ((128, 128),) * 2, ((64, 64),) * 2, ((16, 16),) * 3, ((8, 8),) * 4,
+                   ((16, 16),) * 4, ((32, 32),) * 3]:
+        assert _steps_faster(list(shapes)) == (shapes in steps), shapes
+    assert not _steps_faster([(64, 64)])  # one factor: a plain product either way
+    assert not _steps_faster([(64, 64), (128, 64)])
+    assert _steps_faster([(64, 96), (96, 64)])
+
+
+@pytest.mark.parametrize("env", [None, "fused", "steps"])
+@pytest.mark.parametrize("shapes", [[(64, 64), (64, 64)], [(8, 8)] * 3])
+def test_backward_default_choice(device, monkeypatch, env, shapes):
+    """Which backward runs: the variable when set, else the shape rule on CUDA and the fused one on
+    the CPU; the other implementation raises, so the check cannot pass by accident."""
+    from sparsekern import kron as kron_mod
+    from sparsekern.kron import _steps_faster
+    if env is None:
+        monkeypatch.delenv("SPARSEKERN_KRON_BWD", raising=False)
+        steps = device.type == "cuda" and _steps_faster(shapes)
+    else:
+        monkeypatch.setenv("SPARSEKERN_KRON_BWD", env)
+        steps = env == "steps"
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the other backward ran")
+
+    monkeypatch.setattr(kron_mod, "_backward" if steps else "_backward_steps", boom)
+    x, fs = _make(3, shapes, torch.float32, device, grad=True)
+    y = kron_matmul(x, fs)
+    grads = torch.autograd.grad(y, [x, *fs], torch.ones_like(y))
+    x64 = x.detach().double().requires_grad_()
+    f64 = [f.detach().double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], torch.ones_like(y).double())
+    for a, b in zip(grads, want):
+        assert rel_error(a, b) <= _tol(torch.float32, device, 4)
 
 
 @pytest.mark.parametrize("batch,shapes,want", [
