@@ -53,8 +53,17 @@ if(SPARSEKERN_WITH_CUDA)
                     "SPARSEKERN_CUSPARSELT_INCLUDE_DIR): building WITHOUT 2:4 CUDA support")
   endif()
 endif()
+# CUTLASS's sm90 2:4 sparse GEMM (src/semi/cutlass_sm90.cu says why it exists besides cuSPARSELt):
+# only when the build targets sm_90a, the one architecture its sparse wgmma runs on.
+set(SPARSEKERN_WITH_CUTLASS_SM90 OFF)
+if(SPARSEKERN_WITH_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "90a")
+  set(SPARSEKERN_WITH_CUTLASS_SM90 ON)
+  target_sources(sparsekern PRIVATE src/semi/cutlass_sm90.cu)
+  message(STATUS "sparsekern: 2:4 CUTLASS sm90 kernels ON")
+endif()
 target_compile_definitions(sparsekern PRIVATE
-  SPARSEKERN_WITH_CUSPARSELT=$<BOOL:${SPARSEKERN_WITH_CUSPARSELT}>)
+  SPARSEKERN_WITH_CUSPARSELT=$<BOOL:${SPARSEKERN_WITH_CUSPARSELT}>
+  SPARSEKERN_WITH_CUTLASS_SM90=$<BOOL:${SPARSEKERN_WITH_CUTLASS_SM90}>)
 
 # inplace: row-wise in-place ops (softmax, softmax backward, layer_norm, rms_norm) and the panelled
 # in-place square product.

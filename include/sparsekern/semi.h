@@ -125,4 +125,33 @@ class LinearPlan {
   std::unique_ptr<Impl> impl_;
 };
 
+
+// ---------------------------------------------------------------------------------------------
+// CUTLASS sm90 2:4 kernels (compiled into the library: no run-time dependency)
+// ---------------------------------------------------------------------------------------------
+/// Whether this build holds the CUTLASS sm90 2:4 kernels (a CUDA build with an sm_90a target).
+bool built_with_cutlass_sm90();
+/// Whether they run on `device`: built with them and the device is sm_90 (Hopper). Throws
+/// BackendUnavailable for a bad device index.
+bool cutlass_sm90_usable(Device device);
+/// Sizes of CUTLASS's compressed form of a weight of shape `w`: its values (rows × cols/2 elements)
+/// and metadata, and the scratch cutlass_compress() needs. Constraints as compressed_size(), and
+/// cols a multiple of 64.
+struct CutlassSizes {
+  std::size_t values_bytes = 0;
+  std::size_t metadata_bytes = 0;
+  std::size_t buffer_bytes = 0;
+};
+CutlassSizes cutlass_compressed_size(const WeightShape& w);
+/// Compresses the 2:4 weight at `dense` (rows × cols row-major) into `values` and `metadata` on
+/// `stream`, using `buffer` as scratch (sizes from cutlass_compressed_size()).
+void cutlass_compress(const WeightShape& w, const void* dense, void* values, void* metadata, Workspace buffer,
+                      Stream stream);
+/// Device workspace of cutlass_linear() for `p` (p.weight: the compressed values).
+std::size_t cutlass_linear_workspace_size(const LinearParams& p);
+/// Y = X · Wᵀ + bias (Y row-major m × n; `y_transposed` must be false) with the compressed values
+/// in p.weight and their `metadata`; never synchronises the host. Constraints as LinearParams, k a
+/// multiple of 64.
+void cutlass_linear(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream);
+
 }  // namespace sparsekern::semi

@@ -85,6 +85,35 @@ void register_semi(nb::module_& m) {
         }, nb::arg("weight"), nb::arg("compressed"), nb::arg("buffer_ptr") = 0, nb::arg("buffer_bytes") = 0,
         nb::arg("stream") = 0,
         "compress a pruned (2:4) row-major weight into `compressed` (bytes from semi_compressed_size)");
+  m.def("semi_built_with_cutlass_sm90", &semi::built_with_cutlass_sm90,
+        "whether this build has the CUTLASS sm90 2:4 kernels");
+  m.def("semi_cutlass_usable", [](int device) { return semi::cutlass_sm90_usable(Device{DeviceType::cuda, device}); },
+        nb::arg("device"), "whether the CUTLASS sm90 2:4 kernels run on CUDA device `device`");
+  m.def("semi_cutlass_sizes", [](const AnyArray& w) {
+          const semi::CutlassSizes s = semi::cutlass_compressed_size(weight_shape_of(w));
+          return nb::make_tuple(s.values_bytes, s.metadata_bytes, s.buffer_bytes);
+        }, nb::arg("weight"), "(values bytes, metadata bytes, compress buffer bytes) for the CUTLASS 2:4 kernels");
+  m.def("semi_cutlass_compress", [](const AnyArray& w, const AnyArray& values, const AnyArray& metadata,
+                                    std::uintptr_t buffer_ptr, std::size_t buffer_bytes, std::uintptr_t stream) {
+          semi::cutlass_compress(weight_shape_of(w), w.data(), values.data(), metadata.data(),
+                                 Workspace{reinterpret_cast<void*>(buffer_ptr), buffer_bytes}, as_stream(stream));
+        }, nb::arg("weight"), nb::arg("values"), nb::arg("metadata"), nb::arg("buffer_ptr") = 0,
+        nb::arg("buffer_bytes") = 0, nb::arg("stream") = 0,
+        "compress a pruned (2:4) row-major weight into CUTLASS's values + metadata");
+  m.def("semi_cutlass_workspace_size", [](const AnyArray& x, const AnyArray& values, std::int64_t n,
+                                          const nb::object& bias, const AnyArray& y) {
+          return semi::cutlass_linear_workspace_size(linear_params(x, values, n, bias, y, false));
+        }, nb::arg("x"), nb::arg("values"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"));
+  m.def("semi_cutlass_linear", [](const AnyArray& x, const AnyArray& values, const AnyArray& metadata, std::int64_t n,
+                                  const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
+                                  std::size_t workspace_bytes, std::uintptr_t stream) {
+          if (device_of(metadata, "metadata") != device_of(x, "x"))
+            throw InvalidArgument("`metadata` must be on the device of `x`");
+          semi::cutlass_linear(linear_params(x, values, n, bias, y, false), metadata.data(),
+                               Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
+        }, nb::arg("x"), nb::arg("values"), nb::arg("metadata"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
+        nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0,
+        "y = x·Wᵀ + bias with the CUTLASS sm90 2:4 kernel (W compressed by semi_cutlass_compress)");
   m.def("semi_counters", [] {
     const semi::Counters c = semi::counters();
     nb::dict d;

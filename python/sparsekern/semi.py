@@ -31,9 +31,16 @@ The issue's target (<= 0.85x dense, fp16 and bf16) is therefore met only for bf1
 
 Environment:
 - ``SPARSEKERN_SEMI_BACKEND``: ``auto`` (default: cuSPARSELt when libcusparseLt loads, else the
-  dense fallback with one warning), ``cusparselt`` (never dense; an error if the library is
-  missing), ``dense`` (the masked dense product, no cuSPARSELt). The older
-  ``SPARSEKERN_CUSPARSELT=0/1`` means ``dense``/``cusparselt``.
+  dense fallback with one warning; on an sm_90 GPU the library's own CUTLASS 2:4 kernel is one
+  more candidate of the timed choice, see below), ``cusparselt`` (cuSPARSELt only, never dense;
+  an error if the library is missing), ``dense`` (the masked dense product, no cuSPARSELt). The
+  older ``SPARSEKERN_CUSPARSELT=0/1`` means ``dense``/``cusparselt``.
+- ``SPARSEKERN_SEMI_CUTLASS=0`` leaves the CUTLASS kernel out of the choice.
+
+The CUTLASS sm90 kernel (src/semi/cutlass_sm90.cu: TMA + sparse wgmma, 128×128×128 tiles, layout
+Y, the bias in its epilogue) is compiled into CUDA builds that target sm_90a, so it needs no
+run-time library; it takes in_features that are multiples of 64 (other shapes leave it out). The
+weight is compressed into CUTLASS's format once per weight version, like cuSPARSELt's.
 - ``SPARSEKERN_SEMI_SEARCH``: ``default`` (default) the timed choice above; ``1`` also times every
   cuSPARSELt configuration (see the warning above); ``lt`` cuSPARSELt's own
   ``cusparseLtMatmulSearch`` per layout (same warning); ``0`` no timing: cuSPARSELt's default
@@ -289,6 +296,47 @@ def _compressed_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_p
     return _cached_for_weight(_compressed, weight, key, build)
 
 
+_cutlass_compressed: dict = {}  # id(weight) -> _WeightEntry(weakref, key, (values, metadata))
+_cutlass_devices: dict = {}  # device index -> whether the CUTLASS sm90 2:4 kernels run there
+
+
+def _cutlass_usable(device: torch.device) -> bool:
+    """Whether the CUTLASS sm90 2:4 kernels are a candidate on `device`: built into this library,
+    an sm_90 device, and not switched off (``SPARSEKERN_SEMI_CUTLASS=0``)."""
+    if os.environ.get("SPARSEKERN_SEMI_CUTLASS", "1").strip() == "0" or device.type != "cuda":
+        return False
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    ok = _cutlass_devices.get(idx)
+    if ok is None:
+        ok = bool(_C.semi_built_with_cutlass_sm90() and _C.semi_cutlass_usable(idx))
+        _cutlass_devices[idx] = ok
+    return ok
+
+
+def _cutlass_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_pad: int) -> tuple:
+    """(values, metadata) of (weight∘mask) padded to n_pad × k_pad in CUTLASS's compressed 2:4
+    format; rebuilt only when the weight or mask changed (as _compressed_weight)."""
+
+    def build():
+        _stats["weight_cache_misses"] += 1
+        with torch.no_grad():
+            dense = weight * mask
+            out_f, in_f = dense.shape
+            if (n_pad, k_pad) != (out_f, in_f):
+                dense = F.pad(dense, (0, k_pad - in_f, 0, n_pad - out_f))
+            dense = dense.contiguous()
+        vbytes, mbytes, bbytes = _C.semi_cutlass_sizes(as_dlpack(dense))
+        values = torch.empty(vbytes, dtype=torch.uint8, device=weight.device)
+        meta = torch.empty(mbytes, dtype=torch.uint8, device=weight.device)
+        buffer = torch.empty(bbytes, dtype=torch.uint8, device=weight.device) if bbytes else None
+        _C.semi_cutlass_compress(as_dlpack(dense), as_dlpack(values), as_dlpack(meta), *_ws(buffer),
+                                 stream_of(weight))
+        return values, meta
+
+    key = (weight.data_ptr(), weight._version, mask.data_ptr(), mask._version, weight.dtype, n_pad, k_pad)
+    return _cached_for_weight(_cutlass_compressed, weight, key, build)
+
+
 _masked: dict = {}  # id(weight) -> _WeightEntry(weakref, key, weight∘mask)
 
 
@@ -306,8 +354,9 @@ def _masked_weight(weight: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class _Choice:
-    """How one problem runs: ``kind`` "lt" (a cuSPARSELt plan, its workspace, its output layout) or
-    "dense" (F.linear with the masked weight)."""
+    """How one problem runs: ``kind`` "lt" (a cuSPARSELt plan, its workspace, its output layout),
+    "cutlass" (the CUTLASS sm90 2:4 kernel and its workspace; layout Y) or "dense" (F.linear with
+    the masked weight)."""
     __slots__ = ("kind", "plan", "ws", "y_transposed")
 
     def __init__(self, kind, plan=None, ws=None, y_transposed=False):
@@ -338,6 +387,7 @@ class _Problem:
         self.fb = bias if self.fused else None
         self.stream = stream_of(x2)
         self.comp = None  # compressed weight, filled by _linear_cuda
+        self.cut = None  # CUTLASS's (values, metadata), filled by _linear_cuda when it is a candidate
 
     def y_buffer(self, y_transposed: bool) -> torch.Tensor:
         shape = (self.n_pad, self.m_pad) if y_transposed else (self.m_pad, self.n_pad)
@@ -345,6 +395,13 @@ class _Problem:
 
     def args(self, y, y_transposed):  # fresh capsules per call: a DLPack capsule can be consumed only once
         return as_dlpack(self.xk), as_dlpack(self.comp), self.n_pad, _dl(self.fb), as_dlpack(y)
+
+    def cutlass_choice(self) -> "_Choice":
+        y = self.y_buffer(False)
+        values, _ = self.cut
+        need = _C.semi_cutlass_workspace_size(as_dlpack(self.xk), as_dlpack(values), self.n_pad, _dl(self.fb),
+                                              as_dlpack(y))
+        return _Choice("cutlass", ws=_alloc(need, self.x2.device))
 
     def make_plan(self, y_transposed: bool, algorithm: int = -1):
         y = self.y_buffer(y_transposed)
@@ -355,8 +412,15 @@ class _Problem:
         if choice.kind == "dense":
             return F.linear(self.x2, _masked_weight(self.weight, self.mask), self.bias)
         y = self.y_buffer(choice.y_transposed)
-        choice.plan.run(*self.args(y, choice.y_transposed), *_ws(choice.ws), self.stream,
-                        y_transposed=choice.y_transposed)
+        if choice.kind == "cutlass":
+            if self.cut is None:  # a cached choice: the (cached) compressed form of this call's weight
+                self.cut = _cutlass_weight(self.weight, self.mask, self.n_pad, self.k_pad)
+            values, meta = self.cut
+            _C.semi_cutlass_linear(as_dlpack(self.xk), as_dlpack(values), as_dlpack(meta), self.n_pad, _dl(self.fb),
+                                   as_dlpack(y), *_ws(choice.ws), self.stream)
+        else:
+            choice.plan.run(*self.args(y, choice.y_transposed), *_ws(choice.ws), self.stream,
+                            y_transposed=choice.y_transposed)
         if choice.y_transposed:
             y = y[:self.out_f, :self.m].t()
         elif (self.m_pad, self.n_pad) != (self.m, self.out_f):
@@ -463,6 +527,18 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
             row["error"] = _error_text(e)
             _check_device_alive(pb, rows)
 
+    if backend == "auto" and _cutlass_usable(pb.x2.device) and pb.k_pad % 64 == 0:
+        # CUTLASS's sm90 kernel (compiled in, layout Y): one configuration, timed like the others
+        row = dict(kind="cutlass", layout="y", algorithm=-1)
+        try:
+            pb.cut = _cutlass_weight(pb.weight, pb.mask, pb.n_pad, pb.k_pad)
+            choice = pb.cutlass_choice()
+        except Exception as e:  # noqa: BLE001 - recorded; the other candidates still run
+            row["error"] = _error_text(e)
+            _check_device_alive(pb, rows)
+        else:
+            evaluate(choice, row)
+        rows.append(row)
     for yt in layouts:
         lname = "yt" if yt else "y"
         try:
@@ -517,7 +593,7 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
     # that worked while timed but fails afterwards (the fp16 INTERNAL_ERROR seen on an H200 with
     # cuSPARSELt 0.8.0) loses to the next one instead of failing every later call.
     for ms, best, row in sorted(candidates, key=lambda c: c[0]):
-        if best.kind == "lt":
+        if best.kind in ("lt", "cutlass"):
             try:
                 err = checked(best)
                 if not err <= _TOL:
@@ -527,7 +603,9 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
                 _check_device_alive(pb, rows)
                 continue
         row["chosen"] = True
-        if best.kind == "dense":
+        if best.kind == "cutlass":
+            chosen = f"cutlass layout=y {ms:.4f} ms"
+        elif best.kind == "dense":
             _stats["dense_choices"] += 1
             chosen = f"dense {ms:.4f} ms"
         else:

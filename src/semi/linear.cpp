@@ -206,3 +206,101 @@ void LinearPlan::run(const LinearParams& p, Workspace workspace, Stream stream) 
 }
 
 }  // namespace sparsekern::semi
+
+// --- CUTLASS sm90 2:4 kernels -----------------------------------------------------------------
+namespace sparsekern::semi {
+namespace {
+
+void validate_cutlass(const WeightShape& w) {
+  validate(w);
+  SK_EXPECTS(w.cols % 64 == 0, "`weight` columns (in_features) must be a multiple of 64 for the CUTLASS 2:4 "
+             "kernels; got ", w.cols);
+  SK_EXPECTS(w.device.type == DeviceType::cuda, "semi (CUTLASS): `weight` must be on a CUDA device; got ",
+             device_name(w.device));
+}
+
+[[noreturn]] void no_cutlass(const char* what) {
+  throw BackendUnavailable(concat(what, ": sparsekern was built without the CUTLASS sm90 2:4 kernels (a CUDA "
+                                        "build with the 90a architecture has them)"));
+}
+
+}  // namespace
+
+bool built_with_cutlass_sm90() { return SPARSEKERN_WITH_CUTLASS_SM90 != 0; }
+
+bool cutlass_sm90_usable(Device device) {
+  if (device.type != DeviceType::cuda) return false;
+#if SPARSEKERN_WITH_CUTLASS_SM90
+  return detail::cutlass_device_ok(device.index);
+#else
+  return false;
+#endif
+}
+
+CutlassSizes cutlass_compressed_size(const WeightShape& w) {
+  validate_cutlass(w);
+#if SPARSEKERN_WITH_CUTLASS_SM90
+  return detail::cutlass_sizes(w);
+#else
+  no_cutlass("semi cutlass_compressed_size");
+#endif
+}
+
+void cutlass_compress(const WeightShape& w, const void* dense, void* values, void* metadata, Workspace buffer,
+                      Stream stream) {
+  validate_cutlass(w);
+  SK_EXPECTS(dense && values && metadata, "semi cutlass_compress: `dense`, `values` and `metadata` must not be null");
+  SK_EXPECTS(aligned16(dense) && aligned16(values) && aligned16(metadata),
+             "semi cutlass_compress: `dense`, `values` and `metadata` must be 16-byte aligned");
+#if SPARSEKERN_WITH_CUTLASS_SM90
+  SK_EXPECTS(cutlass_sm90_usable(w.device), "semi (CUTLASS): the 2:4 kernels need an sm_90 (Hopper) device; ",
+             device_name(w.device), " is not one");
+  const CutlassSizes s = detail::cutlass_sizes(w);
+  SK_EXPECTS(buffer.bytes >= s.buffer_bytes, "semi cutlass_compress: `buffer` must hold ", s.buffer_bytes,
+             " bytes; got ", buffer.bytes);
+  detail::cutlass_compress(w, dense, values, metadata, buffer, stream);
+#else
+  (void)buffer;
+  (void)stream;
+  no_cutlass("semi cutlass_compress");
+#endif
+}
+
+namespace {
+void validate_cutlass(const LinearParams& p) {
+  validate(p);
+  SK_EXPECTS(!p.y_transposed, "semi (CUTLASS): the 2:4 kernels write Y (m × n), not Yᵀ");
+  SK_EXPECTS(p.k % 64 == 0, "`x` columns (in_features) must be a multiple of 64 for the CUTLASS 2:4 kernels; got ",
+             p.k);
+  SK_EXPECTS(p.m <= INT32_MAX && p.n <= INT32_MAX && p.k <= INT32_MAX,
+             "semi (CUTLASS): dims must fit in 32 bits");
+}
+}  // namespace
+
+std::size_t cutlass_linear_workspace_size(const LinearParams& p) {
+  validate_cutlass(p);
+#if SPARSEKERN_WITH_CUTLASS_SM90
+  return detail::cutlass_workspace_size(p);
+#else
+  no_cutlass("semi cutlass_linear_workspace_size");
+#endif
+}
+
+void cutlass_linear(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream) {
+  validate_cutlass(p);
+  SK_EXPECTS(metadata && aligned16(metadata), "semi cutlass_linear: `metadata` must be non-null and 16-byte aligned");
+#if SPARSEKERN_WITH_CUTLASS_SM90
+  SK_EXPECTS(cutlass_sm90_usable(p.device), "semi (CUTLASS): the 2:4 kernels need an sm_90 (Hopper) device; ",
+             device_name(p.device), " is not one");
+  const std::size_t need = detail::cutlass_workspace_size(p);
+  SK_EXPECTS(workspace.bytes >= need, "semi cutlass_linear: `workspace` must hold ", need, " bytes; got ",
+             workspace.bytes);
+  detail::cutlass_run(p, metadata, workspace, stream);
+#else
+  (void)workspace;
+  (void)stream;
+  no_cutlass("semi cutlass_linear");
+#endif
+}
+
+}  // namespace sparsekern::semi

@@ -32,3 +32,14 @@ int lt_plan_algorithm_id(const LtPlan* plan);
 int lt_plan_max_algorithm_id(const LtPlan* plan);
 
 }  // namespace sparsekern::semi::detail
+
+namespace sparsekern::semi::detail {
+// CUTLASS sm90 2:4 kernels (cutlass_sm90.cu, CUDA builds with the sm_90a target); linear.cpp checks
+// the arguments and the device first.
+bool cutlass_device_ok(int device);  // sm_90 and the kernel's sm_90a code loads there
+CutlassSizes cutlass_sizes(const WeightShape& w);  // public counterparts in semi.h
+void cutlass_compress(const WeightShape& w, const void* dense, void* values, void* metadata, Workspace buffer,
+                      Stream stream);
+std::size_t cutlass_workspace_size(const LinearParams& p);
+void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream);
+}  // namespace sparsekern::semi::detail

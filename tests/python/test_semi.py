@@ -515,7 +515,7 @@ def test_semi_cuda_failing_configurations_are_skipped(monkeypatch):
     x = randn(96, 128, dtype=torch.float16, device="cuda")
     _check_layer(layer, x, torch.float16)
     report = sksemi.search_report()[-1]
-    assert report["chosen"].startswith("dense"), report
+    assert report["chosen"].startswith(("dense", "cutlass")), report  # no cuSPARSELt plan ran
     assert all("error" in c for c in report["candidates"] if c["kind"] == "lt"), report
     sksemi._clear()
 
@@ -541,3 +541,77 @@ def test_semi_cuda_strided_output(monkeypatch, lead):
     with pytest.raises(ValueError, match="SPARSEKERN_SEMI_OUTPUT"):
         with torch.no_grad():
             layer(x)
+
+
+# --------------------------------------------------------------------------------------------
+# CUTLASS sm90 2:4 kernels (compiled into CUDA builds with the 90a target; run on sm_90 only)
+# --------------------------------------------------------------------------------------------
+def _cutlass_on_this_gpu() -> bool:
+    return (torch.cuda.is_available() and sk._C.semi_built_with_cutlass_sm90()
+            and sk._C.semi_cutlass_usable(torch.cuda.current_device()))
+
+
+cutlass_only = pytest.mark.skipif(not _cutlass_on_this_gpu(), reason="needs the CUTLASS sm90 2:4 kernels and an sm_90 GPU")
+
+
+def test_semi_cutlass_bad_input(monkeypatch):
+    """Shape rules are checked before anything runs; the switch turns the candidate off."""
+    w = torch.zeros(32, 48, dtype=torch.float16)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        sk._C.semi_cutlass_sizes(sksemi.as_dlpack(w))
+    with pytest.raises((ValueError, RuntimeError), match="CUDA device"):
+        sk._C.semi_cutlass_sizes(sksemi.as_dlpack(torch.zeros(32, 64, dtype=torch.float16)))
+    with pytest.raises(TypeError, match="float16 or bfloat16"):
+        sk._C.semi_cutlass_sizes(sksemi.as_dlpack(torch.zeros(32, 64)))
+    assert not sksemi._cutlass_usable(torch.device("cpu"))
+    monkeypatch.setenv("SPARSEKERN_SEMI_CUTLASS", "0")
+    assert not sksemi._cutlass_usable(torch.device("cuda", 0))
+
+
+@pytest.mark.cuda
+@cutlass_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("m,k,n,bias", [(128, 256, 128, True), (208, 512, 192, False), (16, 64, 16, True),
+                                        (1040, 1024, 272, True)])
+def test_semi_cutlass_kernel(dtype, m, k, n, bias):
+    """The kernel through the bindings against float64: compress once, run, Y = X·(W∘M)ᵀ + b."""
+    dev = torch.device("cuda")
+    w = randn(n, k, dtype=dtype, device=dev)
+    w = (w * sk.prune_2to4(w)).contiguous()
+    x = randn(m, k, dtype=dtype, device=dev)
+    b = randn(n, dtype=dtype, device=dev) if bias else None
+    vb, mb, bb = sk._C.semi_cutlass_sizes(sksemi.as_dlpack(w))
+    assert vb == n * k // 2 * 2  # half the values, 2 bytes each
+    values = torch.empty(vb, dtype=torch.uint8, device=dev)
+    meta = torch.empty(mb, dtype=torch.uint8, device=dev)
+    buf = torch.empty(max(bb, 1), dtype=torch.uint8, device=dev)
+    stream = torch.cuda.current_stream().cuda_stream
+    sk._C.semi_cutlass_compress(sksemi.as_dlpack(w), sksemi.as_dlpack(values), sksemi.as_dlpack(meta),
+                                buf.data_ptr(), bb, stream)
+    y = torch.full((m, n), float("nan"), dtype=dtype, device=dev)
+    dl = sksemi.as_dlpack
+    need = sk._C.semi_cutlass_workspace_size(dl(x), dl(values), n, dl(b) if bias else None, dl(y))
+    ws = torch.empty(max(need, 1), dtype=torch.uint8, device=dev)
+    sk._C.semi_cutlass_linear(dl(x), dl(values), dl(meta), n, dl(b) if bias else None, dl(y), ws.data_ptr(), need,
+                              stream)
+    ref = x.double() @ w.double().t() + (b.double() if bias else 0)
+    assert rel_error(y, ref) <= tolerance(dtype)
+    with pytest.raises(ValueError, match="workspace"):
+        if need:
+            sk._C.semi_cutlass_linear(dl(x), dl(values), dl(meta), n, None, dl(y), ws.data_ptr(), need - 1, stream)
+        else:
+            raise ValueError("workspace (none needed)")
+
+
+@pytest.mark.cuda
+@cutlass_only
+def test_semi_cutlass_is_a_candidate(monkeypatch):
+    """On sm_90 the timed choice includes the CUTLASS kernel, checked against the dense result."""
+    monkeypatch.delenv("SPARSEKERN_SEMI_CUTLASS", raising=False)
+    for dtype in (torch.float16, torch.bfloat16):
+        layer = sk.SemiStructuredLinear(512, 256, device="cuda", dtype=dtype)
+        x = randn(384, 512, dtype=dtype, device="cuda")
+        _check_layer(layer, x, dtype)
+        report = sksemi.search_report()[-1]
+        rows = [c for c in report["candidates"] if c.get("kind") == "cutlass"]
+        assert len(rows) == 1 and "error" not in rows[0] and rows[0]["rel_err"] <= sksemi._TOL, report
