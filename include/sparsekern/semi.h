@@ -147,11 +147,14 @@ CutlassSizes cutlass_compressed_size(const WeightShape& w);
 /// `stream`, using `buffer` as scratch (sizes from cutlass_compressed_size()).
 void cutlass_compress(const WeightShape& w, const void* dense, void* values, void* metadata, Workspace buffer,
                       Stream stream);
-/// Device workspace of cutlass_linear() for `p` (p.weight: the compressed values).
-std::size_t cutlass_linear_workspace_size(const LinearParams& p);
+/// Number of tile configurations of the CUTLASS kernel (0 .. n−1; which is fastest depends on the
+/// shape: time them, as SemiStructuredLinear does). 0 without the kernels.
+int cutlass_linear_configs();
+/// Device workspace of cutlass_linear() for `p` (p.weight: the compressed values) and `config`.
+std::size_t cutlass_linear_workspace_size(const LinearParams& p, int config = 0);
 /// Y = X · Wᵀ + bias (Y row-major m × n; `y_transposed` must be false) with the compressed values
-/// in p.weight and their `metadata`; never synchronises the host. Constraints as LinearParams, k a
-/// multiple of 64.
-void cutlass_linear(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream);
+/// in p.weight and their `metadata`, tile configuration `config`; never synchronises the host.
+/// Constraints as LinearParams, k a multiple of 64. Every configuration reads the same compressed form.
+void cutlass_linear(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream, int config = 0);
 
 }  // namespace sparsekern::semi

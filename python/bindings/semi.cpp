@@ -100,19 +100,21 @@ void register_semi(nb::module_& m) {
         }, nb::arg("weight"), nb::arg("values"), nb::arg("metadata"), nb::arg("buffer_ptr") = 0,
         nb::arg("buffer_bytes") = 0, nb::arg("stream") = 0,
         "compress a pruned (2:4) row-major weight into CUTLASS's values + metadata");
+  m.def("semi_cutlass_configs", &semi::cutlass_linear_configs, "tile configurations of the CUTLASS 2:4 kernel");
   m.def("semi_cutlass_workspace_size", [](const AnyArray& x, const AnyArray& values, std::int64_t n,
-                                          const nb::object& bias, const AnyArray& y) {
-          return semi::cutlass_linear_workspace_size(linear_params(x, values, n, bias, y, false));
-        }, nb::arg("x"), nb::arg("values"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"));
+                                          const nb::object& bias, const AnyArray& y, int config) {
+          return semi::cutlass_linear_workspace_size(linear_params(x, values, n, bias, y, false), config);
+        }, nb::arg("x"), nb::arg("values"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"), nb::arg("config") = 0);
   m.def("semi_cutlass_linear", [](const AnyArray& x, const AnyArray& values, const AnyArray& metadata, std::int64_t n,
                                   const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
-                                  std::size_t workspace_bytes, std::uintptr_t stream) {
+                                  std::size_t workspace_bytes, std::uintptr_t stream, int config) {
           if (device_of(metadata, "metadata") != device_of(x, "x"))
             throw InvalidArgument("`metadata` must be on the device of `x`");
           semi::cutlass_linear(linear_params(x, values, n, bias, y, false), metadata.data(),
-                               Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
+                               Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream),
+                               config);
         }, nb::arg("x"), nb::arg("values"), nb::arg("metadata"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
-        nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0,
+        nb::arg("workspace_ptr") = 0, nb::arg("workspace_bytes") = 0, nb::arg("stream") = 0, nb::arg("config") = 0,
         "y = x·Wᵀ + bias with the CUTLASS sm90 2:4 kernel (W compressed by semi_cutlass_compress)");
   m.def("semi_counters", [] {
     const semi::Counters c = semi::counters();

@@ -37,8 +37,8 @@ Environment:
   older ``SPARSEKERN_CUSPARSELT=0/1`` means ``dense``/``cusparselt``.
 - ``SPARSEKERN_SEMI_CUTLASS=0`` leaves the CUTLASS kernel out of the choice.
 
-The CUTLASS sm90 kernel (src/semi/cutlass_sm90.cu: TMA + sparse wgmma, 128×128×128 tiles, layout
-Y, the bias in its epilogue) is compiled into CUDA builds that target sm_90a, so it needs no
+The CUTLASS sm90 kernel (src/semi/cutlass_sm90.cu: TMA + sparse wgmma, three tile configurations
+timed as separate candidates, layout Y, the bias in its epilogue) is compiled into CUDA builds that target sm_90a, so it needs no
 run-time library; it takes in_features that are multiples of 64 (other shapes leave it out). The
 weight is compressed into CUTLASS's format once per weight version, like cuSPARSELt's.
 - ``SPARSEKERN_SEMI_SEARCH``: ``default`` (default) the timed choice above; ``1`` also times every
@@ -357,10 +357,10 @@ class _Choice:
     """How one problem runs: ``kind`` "lt" (a cuSPARSELt plan, its workspace, its output layout),
     "cutlass" (the CUTLASS sm90 2:4 kernel and its workspace; layout Y) or "dense" (F.linear with
     the masked weight)."""
-    __slots__ = ("kind", "plan", "ws", "y_transposed")
+    __slots__ = ("kind", "plan", "ws", "y_transposed", "config")
 
-    def __init__(self, kind, plan=None, ws=None, y_transposed=False):
-        self.kind, self.plan, self.ws, self.y_transposed = kind, plan, ws, y_transposed
+    def __init__(self, kind, plan=None, ws=None, y_transposed=False, config=0):
+        self.kind, self.plan, self.ws, self.y_transposed, self.config = kind, plan, ws, y_transposed, config
 
 
 class _Problem:
@@ -396,12 +396,12 @@ class _Problem:
     def args(self, y, y_transposed):  # fresh capsules per call: a DLPack capsule can be consumed only once
         return as_dlpack(self.xk), as_dlpack(self.comp), self.n_pad, _dl(self.fb), as_dlpack(y)
 
-    def cutlass_choice(self) -> "_Choice":
+    def cutlass_choice(self, config: int) -> "_Choice":
         y = self.y_buffer(False)
         values, _ = self.cut
         need = _C.semi_cutlass_workspace_size(as_dlpack(self.xk), as_dlpack(values), self.n_pad, _dl(self.fb),
-                                              as_dlpack(y))
-        return _Choice("cutlass", ws=_alloc(need, self.x2.device))
+                                              as_dlpack(y), config)
+        return _Choice("cutlass", ws=_alloc(need, self.x2.device), config=config)
 
     def make_plan(self, y_transposed: bool, algorithm: int = -1):
         y = self.y_buffer(y_transposed)
@@ -417,7 +417,7 @@ class _Problem:
                 self.cut = _cutlass_weight(self.weight, self.mask, self.n_pad, self.k_pad)
             values, meta = self.cut
             _C.semi_cutlass_linear(as_dlpack(self.xk), as_dlpack(values), as_dlpack(meta), self.n_pad, _dl(self.fb),
-                                   as_dlpack(y), *_ws(choice.ws), self.stream)
+                                   as_dlpack(y), *_ws(choice.ws), self.stream, choice.config)
         else:
             choice.plan.run(*self.args(y, choice.y_transposed), *_ws(choice.ws), self.stream,
                             y_transposed=choice.y_transposed)
@@ -528,17 +528,19 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
             _check_device_alive(pb, rows)
 
     if backend == "auto" and _cutlass_usable(pb.x2.device) and pb.k_pad % 64 == 0:
-        # CUTLASS's sm90 kernel (compiled in, layout Y): one configuration, timed like the others
-        row = dict(kind="cutlass", layout="y", algorithm=-1)
-        try:
-            pb.cut = _cutlass_weight(pb.weight, pb.mask, pb.n_pad, pb.k_pad)
-            choice = pb.cutlass_choice()
-        except Exception as e:  # noqa: BLE001 - recorded; the other candidates still run
-            row["error"] = _error_text(e)
-            _check_device_alive(pb, rows)
-        else:
-            evaluate(choice, row)
-        rows.append(row)
+        # CUTLASS's sm90 kernel (compiled in, layout Y): each tile configuration timed like the others
+        for config in range(_C.semi_cutlass_configs()):
+            row = dict(kind="cutlass", layout="y", algorithm=config)
+            try:
+                if pb.cut is None:
+                    pb.cut = _cutlass_weight(pb.weight, pb.mask, pb.n_pad, pb.k_pad)
+                choice = pb.cutlass_choice(config)
+            except Exception as e:  # noqa: BLE001 - recorded; the other candidates still run
+                row["error"] = _error_text(e)
+                _check_device_alive(pb, rows)
+            else:
+                evaluate(choice, row)
+            rows.append(row)
     for yt in layouts:
         lname = "yt" if yt else "y"
         try:
@@ -604,7 +606,7 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
                 continue
         row["chosen"] = True
         if best.kind == "cutlass":
-            chosen = f"cutlass layout=y {ms:.4f} ms"
+            chosen = f"cutlass layout=y config={best.config} {ms:.4f} ms"
         elif best.kind == "dense":
             _stats["dense_choices"] += 1
             chosen = f"dense {ms:.4f} ms"

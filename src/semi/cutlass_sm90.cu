@@ -13,6 +13,7 @@
 // pointer broadcasts 0). W is compressed once per weight version into CUTLASS's own format
 // (values: out × in/2, metadata: SparseConfig's layout), by CUTLASS's compressor kernel.
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/check.h"
 #include "../common/cuda_check.h"
@@ -37,17 +38,25 @@ namespace {
 using namespace cute;
 using sparsekern::detail::concat;
 
-template <class T>
+/// Tile configurations, each one candidate of Python's timed choice (CUTLASS sm90 sparse GEMMs take
+/// 128-row tiles per consumer pair in the cooperative schedule):
+/// 0: 128 x 128 x 128 tiles, 1 x 2 cluster (CUTLASS's example 62 for Hopper sparse GEMMs);
+/// 1: 128 x 256 x 128, 1 x 2 cluster: twice the columns per A (= W) tile, half the A traffic;
+/// 2: 256 x 128 x 128, 2 x 1 cluster: twice the rows per B (= X) tile.
+template <int C> struct TileCfg;
+template <> struct TileCfg<0> { using Tile = Shape<_128, _128, _128>; using Cluster = Shape<_1, _2, _1>; };
+template <> struct TileCfg<1> { using Tile = Shape<_128, _256, _128>; using Cluster = Shape<_1, _2, _1>; };
+template <> struct TileCfg<2> { using Tile = Shape<_256, _128, _128>; using Cluster = Shape<_2, _1, _1>; };
+constexpr int kConfigs = 3;
+
+template <class T, int C = 0>
 struct SparseGemm {
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::ColumnMajor;
   using LayoutD = cutlass::layout::ColumnMajor;
   static constexpr int kAlign = 8;  // 16 bytes of 16-bit elements (TMA)
-  // 128 x 128 x 128 tiles (128 sparse K = 64 stored values per row), a 1 x 2 cluster sharing the B
-  // (= X) tile by multicast, the cooperative schedule (two consumer warpgroups on one 128-row tile):
-  // CUTLASS's example 62 configuration for Hopper sparse GEMMs.
-  using TileShape = Shape<_128, _128, _128>;
-  using ClusterShape = Shape<_1, _2, _1>;
+  using TileShape = typename TileCfg<C>::Tile;
+  using ClusterShape = typename TileCfg<C>::Cluster;
   using Fusion = cutlass::epilogue::fusion::LinCombPerRowBias<T, float, T, T, float>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassSparseTensorOp, TileShape, ClusterShape,
@@ -132,9 +141,11 @@ void compress_t(const WeightShape& w, const void* dense, void* values, void* met
   check_status(op.run(stream), "compressor run");
 }
 
-template <class T>
-typename SparseGemm<T>::Gemm::Arguments gemm_args(const LinearParams& p, const void* metadata) {
-  using G = SparseGemm<T>;
+template <class T, int C>
+typename SparseGemm<T, C>::Gemm::Arguments gemm_args(const LinearParams& p, const void* metadata) {
+  using G = SparseGemm<T, C>;
+  static_assert(std::is_same_v<typename G::SparseConfig, typename SparseGemm<T>::SparseConfig>,
+                "every configuration reads the one compressed format (configuration 0's)");
   const auto shape = problem<T>(p.n, p.m, p.k);
   const auto stride_b = packed<typename G::StrideB>(p.k);
   const auto stride_d = packed<typename G::StrideD>(p.n);
@@ -154,18 +165,18 @@ typename SparseGemm<T>::Gemm::Arguments gemm_args(const LinearParams& p, const v
   return args;
 }
 
-template <class T>
+template <class T, int C>
 std::size_t workspace_t(const LinearParams& p) {
-  using G = SparseGemm<T>;
-  auto args = gemm_args<T>(p, nullptr);
+  using G = SparseGemm<T, C>;
+  auto args = gemm_args<T, C>(p, nullptr);
   check_status(typename G::Gemm().can_implement(args), "can_implement");
   return G::Gemm::get_workspace_size(args);
 }
 
-template <class T>
+template <class T, int C>
 void run_t(const LinearParams& p, const void* metadata, Workspace ws, cudaStream_t stream) {
-  using G = SparseGemm<T>;
-  auto args = gemm_args<T>(p, metadata);
+  using G = SparseGemm<T, C>;
+  auto args = gemm_args<T, C>(p, metadata);
   typename G::Gemm gemm;
   check_status(gemm.can_implement(args), "can_implement");
   SK_EXPECTS(ws.bytes >= G::Gemm::get_workspace_size(args), "semi: CUTLASS workspace too small");
@@ -177,6 +188,16 @@ template <class Fn>
 decltype(auto) by_dtype(DType t, Fn&& fn) {
   if (t == DType::f16) return fn(cutlass::half_t{});
   return fn(cutlass::bfloat16_t{});
+}
+
+/// fn(integral_constant<config>) for config 0 … kConfigs−1.
+template <class Fn>
+decltype(auto) by_config(int config, Fn&& fn) {
+  SK_EXPECTS(config >= 0 && config < kConfigs, "semi (CUTLASS): `config` must be 0 .. ", kConfigs - 1, "; got ",
+             config);
+  if (config == 1) return fn(std::integral_constant<int, 1>{});
+  if (config == 2) return fn(std::integral_constant<int, 2>{});
+  return fn(std::integral_constant<int, 0>{});
 }
 
 }  // namespace
@@ -211,14 +232,20 @@ void cutlass_compress(const WeightShape& w, const void* dense, void* values, voi
   SK_CUDA_CHECK_LAUNCH();
 }
 
-std::size_t cutlass_workspace_size(const LinearParams& p) {
-  return by_dtype(p.dtype, [&](auto tag) { return workspace_t<decltype(tag)>(p); });
+int cutlass_configs() { return kConfigs; }
+
+std::size_t cutlass_workspace_size(const LinearParams& p, int config) {
+  return by_dtype(p.dtype, [&](auto tag) {
+    return by_config(config, [&](auto c) { return workspace_t<decltype(tag), decltype(c)::value>(p); });
+  });
 }
 
-void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream) {
+void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream, int config) {
   sparsekern::detail::DeviceGuard guard(p.device.index);
   by_dtype(p.dtype, [&](auto tag) {
-    run_t<decltype(tag)>(p, metadata, workspace, static_cast<cudaStream_t>(stream));
+    by_config(config, [&](auto c) {
+      run_t<decltype(tag), decltype(c)::value>(p, metadata, workspace, static_cast<cudaStream_t>(stream));
+    });
   });
   SK_CUDA_CHECK_LAUNCH();
 }

@@ -277,26 +277,36 @@ void validate_cutlass(const LinearParams& p) {
 }
 }  // namespace
 
-std::size_t cutlass_linear_workspace_size(const LinearParams& p) {
+int cutlass_linear_configs() {
+#if SPARSEKERN_WITH_CUTLASS_SM90
+  return detail::cutlass_configs();
+#else
+  return 0;
+#endif
+}
+
+std::size_t cutlass_linear_workspace_size(const LinearParams& p, int config) {
   validate_cutlass(p);
 #if SPARSEKERN_WITH_CUTLASS_SM90
-  return detail::cutlass_workspace_size(p);
+  return detail::cutlass_workspace_size(p, config);
 #else
+  (void)config;
   no_cutlass("semi cutlass_linear_workspace_size");
 #endif
 }
 
-void cutlass_linear(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream) {
+void cutlass_linear(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream, int config) {
   validate_cutlass(p);
   SK_EXPECTS(metadata && aligned16(metadata), "semi cutlass_linear: `metadata` must be non-null and 16-byte aligned");
 #if SPARSEKERN_WITH_CUTLASS_SM90
   SK_EXPECTS(cutlass_sm90_usable(p.device), "semi (CUTLASS): the 2:4 kernels need an sm_90 (Hopper) device; ",
              device_name(p.device), " is not one");
-  const std::size_t need = detail::cutlass_workspace_size(p);
+  const std::size_t need = detail::cutlass_workspace_size(p, config);
   SK_EXPECTS(workspace.bytes >= need, "semi cutlass_linear: `workspace` must hold ", need, " bytes; got ",
              workspace.bytes);
-  detail::cutlass_run(p, metadata, workspace, stream);
+  detail::cutlass_run(p, metadata, workspace, stream, config);
 #else
+  (void)config;
   (void)workspace;
   (void)stream;
   no_cutlass("semi cutlass_linear");

@@ -40,6 +40,7 @@ bool cutlass_device_ok(int device);  // sm_90 and the kernel's sm_90a code loads
 CutlassSizes cutlass_sizes(const WeightShape& w);  // public counterparts in semi.h
 void cutlass_compress(const WeightShape& w, const void* dense, void* values, void* metadata, Workspace buffer,
                       Stream stream);
-std::size_t cutlass_workspace_size(const LinearParams& p);
-void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream);
+int cutlass_configs();
+std::size_t cutlass_workspace_size(const LinearParams& p, int config);
+void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream, int config);
 }  // namespace sparsekern::semi::detail

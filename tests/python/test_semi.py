@@ -590,12 +590,17 @@ def test_semi_cutlass_kernel(dtype, m, k, n, bias):
                                 buf.data_ptr(), bb, stream)
     y = torch.full((m, n), float("nan"), dtype=dtype, device=dev)
     dl = sksemi.as_dlpack
-    need = sk._C.semi_cutlass_workspace_size(dl(x), dl(values), n, dl(b) if bias else None, dl(y))
-    ws = torch.empty(max(need, 1), dtype=torch.uint8, device=dev)
-    sk._C.semi_cutlass_linear(dl(x), dl(values), dl(meta), n, dl(b) if bias else None, dl(y), ws.data_ptr(), need,
-                              stream)
     ref = x.double() @ w.double().t() + (b.double() if bias else 0)
-    assert rel_error(y, ref) <= tolerance(dtype)
+    assert sk._C.semi_cutlass_configs() >= 1
+    for config in range(sk._C.semi_cutlass_configs()):  # every configuration reads the same compressed form
+        y.fill_(float("nan"))
+        need = sk._C.semi_cutlass_workspace_size(dl(x), dl(values), n, dl(b) if bias else None, dl(y), config)
+        ws = torch.empty(max(need, 1), dtype=torch.uint8, device=dev)
+        sk._C.semi_cutlass_linear(dl(x), dl(values), dl(meta), n, dl(b) if bias else None, dl(y), ws.data_ptr(), need,
+                                  stream, config)
+        assert rel_error(y, ref) <= tolerance(dtype), config
+    with pytest.raises(ValueError, match="config"):
+        sk._C.semi_cutlass_workspace_size(dl(x), dl(values), n, None, dl(y), sk._C.semi_cutlass_configs())
     with pytest.raises(ValueError, match="workspace"):
         if need:
             sk._C.semi_cutlass_linear(dl(x), dl(values), dl(meta), n, None, dl(y), ws.data_ptr(), need - 1, stream)
@@ -614,4 +619,5 @@ def test_semi_cutlass_is_a_candidate(monkeypatch):
         _check_layer(layer, x, dtype)
         report = sksemi.search_report()[-1]
         rows = [c for c in report["candidates"] if c.get("kind") == "cutlass"]
-        assert len(rows) == 1 and "error" not in rows[0] and rows[0]["rel_err"] <= sksemi._TOL, report
+        assert len(rows) == sk._C.semi_cutlass_configs(), report
+        assert all("error" not in r and r["rel_err"] <= sksemi._TOL for r in rows), report
