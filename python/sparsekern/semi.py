@@ -689,6 +689,7 @@ def _clear() -> None:
         _plans.clear()
         _reports.clear()
         _compressed.clear()
+        _cutlass_compressed.clear()
         _masked.clear()
 
 
