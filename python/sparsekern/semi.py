@@ -2,13 +2,14 @@
 
 A 2:4 weight keeps at most 2 non-zeros in every group of 4 consecutive entries along the input
 dim, the pattern Ampere and Hopper sparse tensor cores multiply at up to twice the dense rate. On
-CUDA (float16 / bfloat16) the forward product may run through cuSPARSELt: the masked weight is
-compressed once per weight version (an optimizer step makes a new version, so training
-recompresses after each step), and the way to run each (input height, shape, bias) is chosen once
-by timing, then cached: by default cuSPARSELt's default kernel configuration in both output layouts
-(Y directly, or Yᵀ and a transpose) against the dense product with the masked weight, each checked
-against the dense result before it may win; the fastest is kept, so a shape where cuSPARSELt loses
-runs dense. A candidate that fails (an error status, an exception while planning, running or timing
+CUDA (float16 / bfloat16) the forward product runs on the sparse tensor cores, through the
+library's own CUTLASS sm90 kernel (Hopper) or cuSPARSELt: the masked weight is compressed once per
+weight version (an optimizer step makes a new version, so training recompresses after each step),
+and the way to run each (input height, shape, bias) is chosen once by timing, then cached: by
+default the CUTLASS kernel's tile configurations (on sm_90) and cuSPARSELt's default kernel
+configuration in both output layouts (Y directly, or Yᵀ and a transpose) against the dense product
+with the masked weight, each checked against the dense result before it may win; the fastest is
+kept, so a shape where the sparse kernels lose runs dense. A candidate that fails (an error status, an exception while planning, running or timing
 it), or whose first timed call takes over 3x the dense product, is dropped and listed with its
 reason in ``search_report()``; the winner is run and checked once more before it is kept, and a
 cuSPARSELt failure after the choice switches that shape to the dense product with a warning. The
@@ -22,12 +23,12 @@ raise an illegal-instruction error, which poisons the process's CUDA context: no
 recover from that, so the sweep is opt-in, for shapes you have checked in a separate process.
 
 Measured on an H200 (cuSPARSELt 0.8.0, 8192x4096 -> 4096 with bias; docs/PERF_NOTES.md): dense
-cuBLAS 0.33-0.40 ms; torch's own ``_cslt_sparse_mm(c, x.t(), bias)`` (configuration 0) 0.376 ms in
-fp16 (1.11x dense) and 0.396 ms in bf16 (1.21x); cuSPARSELt's default configuration through this
-module 0.53 ms (Yᵀ + transpose copy) / 0.64 ms (Y) in fp16 and 0.43-0.52 ms in bf16, so the default
-choice runs those shapes dense. The sweep found bf16 configuration 17 (layout Y) at 0.24 ms
-(0.60-0.73x dense); in fp16 the swept configurations failed with CUSPARSE_STATUS_INTERNAL_ERROR.
-The issue's target (<= 0.85x dense, fp16 and bf16) is therefore met only for bf16, opt-in.
+cuBLAS 0.33-0.42 ms (it varies with the GPU's clocks from run to run); cuSPARSELt's default
+configuration 0.48-0.59 ms in fp16 and 0.42-0.53 ms in bf16 (slower than dense: fp16's other
+configurations were slower still or failed with CUSPARSE_STATUS_INTERNAL_ERROR); the CUTLASS
+kernel 0.30 ms with 128x128 tiles and 0.243 ms (fp16) / 0.246 ms (bf16) with 256x128 tiles, which the
+choice keeps: ``sparsekern bench`` measured the module at 0.72x (fp16) and 0.71x (bf16) the dense
+cuBLAS time, against the issue's target of at most 0.85x.
 
 Environment:
 - ``SPARSEKERN_SEMI_BACKEND``: ``auto`` (default: cuSPARSELt when libcusparseLt loads, else the
