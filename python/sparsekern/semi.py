@@ -275,18 +275,23 @@ def _cached_for_weight(store: dict, weight: torch.Tensor, key: tuple, build):
     return data
 
 
+def _padded_masked(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_pad: int) -> torch.Tensor:
+    """(weight∘mask) zero-padded to n_pad × k_pad, contiguous: what both compressors take."""
+    with torch.no_grad():
+        dense = weight * mask
+        out_f, in_f = dense.shape
+        if (n_pad, k_pad) != (out_f, in_f):
+            dense = F.pad(dense, (0, k_pad - in_f, 0, n_pad - out_f))
+        return dense.contiguous()
+
+
 def _compressed_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_pad: int) -> torch.Tensor:
     """The cuSPARSELt-compressed (weight∘mask), padded to n_pad × k_pad; recompressed only when the
     weight or mask tensor changed (new tensor, or in-place update bumping its version)."""
 
     def build():
         _stats["weight_cache_misses"] += 1
-        with torch.no_grad():
-            dense = weight * mask
-            out_f, in_f = dense.shape
-            if (n_pad, k_pad) != (out_f, in_f):
-                dense = F.pad(dense, (0, k_pad - in_f, 0, n_pad - out_f))
-            dense = dense.contiguous()
+        dense = _padded_masked(weight, mask, n_pad, k_pad)
         nbytes, buffer_bytes = _C.semi_compressed_size(as_dlpack(dense))
         data = torch.empty(nbytes, dtype=torch.uint8, device=weight.device)
         buffer = torch.empty(buffer_bytes, dtype=torch.uint8, device=weight.device) if buffer_bytes else None
@@ -320,12 +325,7 @@ def _cutlass_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_pad:
 
     def build():
         _stats["weight_cache_misses"] += 1
-        with torch.no_grad():
-            dense = weight * mask
-            out_f, in_f = dense.shape
-            if (n_pad, k_pad) != (out_f, in_f):
-                dense = F.pad(dense, (0, k_pad - in_f, 0, n_pad - out_f))
-            dense = dense.contiguous()
+        dense = _padded_masked(weight, mask, n_pad, k_pad)
         vbytes, mbytes, bbytes = _C.semi_cutlass_sizes(as_dlpack(dense))
         values = torch.empty(vbytes, dtype=torch.uint8, device=weight.device)
         meta = torch.empty(mbytes, dtype=torch.uint8, device=weight.device)

@@ -211,44 +211,25 @@ def test_backward_partial_needs(device, which):
         assert rel_error(a, b) <= 1e-10
 
 
-def test_steps_rule_matches_the_measured_cases():
-    """The default choice (CUDA) over issue 5's table: steps exactly where it measured faster."""
-    from sparsekern.kron import _steps_faster
-    steps = {((64, 64),) * 2, ((32, 32),) * 3}
-    for shapes in [((32, 32),) * 2, ((128, 128),) * 2, ((64, 64),) * 2, ((16, 16),) * 3, ((8, 8),) * 4,
-                   ((16, 16),) * 4, ((32, 32),) * 3]:
-        assert _steps_faster(list(shapes)) == (shapes in steps), shapes
-    assert not _steps_faster([(64, 64)])  # one factor: a plain product either way
-    assert not _steps_faster([(64, 64), (128, 64)])
-    assert _steps_faster([(64, 96), (96, 64)])
-
-
-@pytest.mark.parametrize("env", [None, "fused", "steps"])
-@pytest.mark.parametrize("shapes", [[(64, 64), (64, 64)], [(8, 8)] * 3])
-def test_backward_default_choice(device, monkeypatch, env, shapes):
-    """Which backward runs: the variable when set, else the shape rule on CUDA and the fused one on
-    the CPU; the other implementation raises, so the check cannot pass by accident."""
-    from sparsekern import kron as kron_mod
-    from sparsekern.kron import _steps_faster
-    if env is None:
-        monkeypatch.delenv("SPARSEKERN_KRON_BWD", raising=False)
-        steps = device.type == "cuda" and _steps_faster(shapes)
-    else:
-        monkeypatch.setenv("SPARSEKERN_KRON_BWD", env)
-        steps = env == "steps"
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the other backward ran")
-
-    monkeypatch.setattr(kron_mod, "_backward" if steps else "_backward_steps", boom)
-    x, fs = _make(3, shapes, torch.float32, device, grad=True)
-    y = kron_matmul(x, fs)
-    grads = torch.autograd.grad(y, [x, *fs], torch.ones_like(y))
-    x64 = x.detach().double().requires_grad_()
-    f64 = [f.detach().double().requires_grad_() for f in fs]
-    want = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], torch.ones_like(y).double())
-    for a, b in zip(grads, want):
-        assert rel_error(a, b) <= _tol(torch.float32, device, 4)
+def _eager_matches_op_and_reference(device, batch, shapes, want):
+    """The eager Function's gradients (3-D x with non-contiguous rows, the leaves in `want`
+    requiring grad) against the custom op's registered backward and float64 autograd."""
+    from sparsekern.kron import _KronFunction, _kron_op
+    P = math.prod(p for p, _ in shapes)
+    base = randn(batch, 2, 2 * P, dtype=torch.float64, device=device)
+    leaves = [base[:, :, ::2], *[randn(p, q, dtype=torch.float64, device=device) for p, q in shapes]]
+    leaves = [t.requires_grad_(i in want) for i, t in enumerate(leaves)]  # x: non-contiguous rows
+    assert not leaves[0].is_contiguous()
+    y = kron_matmul(leaves[0], leaves[1:])
+    assert type(y.grad_fn).__name__.startswith(_KronFunction.__name__)
+    g = randn(*y.shape, dtype=torch.float64, device=device)
+    got = torch.autograd.grad(y, [leaves[i] for i in want], g)
+    via_op = torch.autograd.grad(_kron_op(leaves[0], leaves[1:]), [leaves[i] for i in want], g)
+    ref_leaves = [t.detach().clone().requires_grad_() for t in leaves]
+    ref = torch.autograd.grad(_reference_graph(ref_leaves[0], ref_leaves[1:]), [ref_leaves[i] for i in want], g)
+    for i, a, b, c in zip(want, got, via_op, ref):
+        assert a.shape == leaves[i].shape
+        assert rel_error(a, c) <= 1e-10 and rel_error(b, c) <= 1e-10
 
 
 @pytest.mark.parametrize("batch,shapes,want", [
@@ -261,24 +242,7 @@ def test_backward_eager_function(device, batch, shapes, want):
     """The eager backward (autograd.Function) matches the custom op's and a float64 reference for
     any subset of wanted gradients, with a 3-D non-contiguous x (several ∂ℓ/∂F in one reduction
     launch per fused group on CUDA)."""
-    from sparsekern.kron import _KronFunction, _kron_op
-    P = math.prod(p for p, _ in shapes)
-    base = randn(batch, 2, 2 * P, dtype=torch.float64, device=device)
-    x = base[:, :, ::2]  # non-contiguous rows
-    fs = [randn(p, q, dtype=torch.float64, device=device) for p, q in shapes]
-    leaves = [x.detach().clone(), *fs]
-    for i in want:
-        leaves[i].requires_grad_()
-    y = kron_matmul(leaves[0], leaves[1:])
-    assert type(y.grad_fn).__name__.startswith(_KronFunction.__name__)
-    g = randn(*y.shape, dtype=torch.float64, device=device)
-    got = torch.autograd.grad(y, [leaves[i] for i in want], g)
-    via_op = torch.autograd.grad(_kron_op(leaves[0], leaves[1:]), [leaves[i] for i in want], g)
-    ref_leaves = [t.detach().clone().requires_grad_() for t in leaves]
-    ref = torch.autograd.grad(_reference_graph(ref_leaves[0], ref_leaves[1:]), [ref_leaves[i] for i in want], g)
-    for i, a, b, c in zip(want, got, via_op, ref):
-        assert a.shape == leaves[i].shape
-        assert rel_error(a, c) <= 1e-10 and rel_error(b, c) <= 1e-10
+    _eager_matches_op_and_reference(device, batch, shapes, want)
 
 
 def test_no_grad_takes_the_native_path():
@@ -408,21 +372,7 @@ def test_backward_default_choice(device, monkeypatch, env, shapes):
 def test_backward_steps_selected(device, steps_bwd, batch, shapes, want):
     """With the variable set, the eager Function and the custom op's registered backward both run
     the steps (the fused one would raise), for any subset of wanted gradients, 3-D strided x."""
-    from sparsekern.kron import _KronFunction, _kron_op
-    P = math.prod(p for p, _ in shapes)
-    base = randn(batch, 2, 2 * P, dtype=torch.float64, device=device)
-    leaves = [base[:, :, ::2], *[randn(p, q, dtype=torch.float64, device=device) for p, q in shapes]]
-    leaves = [t.requires_grad_(i in want) for i, t in enumerate(leaves)]  # x: non-contiguous rows
-    y = kron_matmul(leaves[0], leaves[1:])
-    assert type(y.grad_fn).__name__.startswith(_KronFunction.__name__)
-    g = randn(*y.shape, dtype=torch.float64, device=device)
-    got = torch.autograd.grad(y, [leaves[i] for i in want], g)
-    via_op = torch.autograd.grad(_kron_op(leaves[0], leaves[1:]), [leaves[i] for i in want], g)
-    ref_leaves = [t.detach().clone().requires_grad_() for t in leaves]
-    ref = torch.autograd.grad(_reference_graph(ref_leaves[0], ref_leaves[1:]), [ref_leaves[i] for i in want], g)
-    for i, a, b, c in zip(want, got, via_op, ref):
-        assert a.shape == leaves[i].shape
-        assert rel_error(a, c) <= 1e-10 and rel_error(b, c) <= 1e-10
+    _eager_matches_op_and_reference(device, batch, shapes, want)
 
 
 @pytest.mark.parametrize("split", [0, 1, 4, 7, 10_000])

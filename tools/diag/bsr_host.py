@@ -14,9 +14,10 @@ from __future__ import annotations
 import cProfile
 import pstats
 import sys
-import time
 
 import torch
+
+from diag_timing import host_us_per_call  # this folder
 
 import sparsekern
 from sparsekern import _C
@@ -39,19 +40,8 @@ if dev.type == "cuda":
 sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
 
-def per_call(fn, calls=2000, repeats=7):
-    for _ in range(200):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        sync()
-        best = min(best, (t1 - t0) / calls * 1e6)
-    return best
+def per_call(fn):
+    return host_us_per_call(fn, sync, calls=2000, repeats=7, warmup=200)
 
 
 torch.manual_seed(0)

@@ -5,10 +5,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/kron2-out}
 mkdir -p "$OUT"
 PY="python3 -X faulthandler"
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/lib.sh"
 echo "=== environment ($(date +%T))"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
-$PY -c "import torch, sparsekern; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'sparsekern', sparsekern.__version__)"
+diag_env
 
 echo "=== CUDA kron tests ($(date +%T))"
 timeout 80 $PY -m pytest tests/python/test_kron.py -q -m cuda -x 2>&1 | tee "$OUT/pytest_kron.log" | tail -25

@@ -111,19 +111,9 @@ def paper() -> list[dict]:
 
 
 def kernel_profile(fn, reps: int = 10) -> dict:
-    from torch.profiler import ProfilerActivity, profile
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    out: dict = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            out[e.name[:100]] = out.get(e.name[:100], 0.0) + e.time_range.elapsed_us() / reps
-    return out
+    """{kernel name: µs per call} (kron_profile.kernels, in this folder)."""
+    from kron_profile import kernels
+    return kernels(fn, reps)[0]
 
 
 def measure(device: torch.device, scale: int, splits: list[int], profile_kernels: bool) -> list[dict]:

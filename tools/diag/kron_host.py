@@ -14,9 +14,10 @@ from __future__ import annotations
 import cProfile
 import pstats
 import sys
-import time
 
 import torch
+
+from diag_timing import host_us_per_call  # this folder
 
 import sparsekern
 from sparsekern import _C
@@ -31,19 +32,8 @@ if dev.type == "cpu":
     CASES = [(4, [4, 4]), (4, [8, 8, 8])]
 
 
-def per_call(fn, calls=1000, repeats=5):
-    for _ in range(50):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        sync()
-        best = min(best, (t1 - t0) / calls * 1e6)
-    return best
+def per_call(fn):
+    return host_us_per_call(fn, sync, calls=1000, repeats=5, warmup=50)
 
 
 def gpu_us(fn, calls=50):

@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
 # Session 4: which row of `sparsekern check` fails on the GPU, and the semi memcheck summary.
-cd "$(dirname "$0")/../.."
-R=$(pwd)
-export PYTHONUNBUFFERED=1
-STAGES="build" bash tools/device_check.sh > /tmp/build_step.log 2>&1 || { tail -40 /tmp/build_step.log; exit 1; }
-grep -E "build ok" /tmp/build_step.log
+source "$(dirname "$0")/lib.sh"
+diag_build /tmp/build_step.log
 rm -f $OUT/*
 cd /tmp
 timeout 200 python3 -m sparsekern.cli check > $OUT/check.log 2>&1; echo "check exit $?"

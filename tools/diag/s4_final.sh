@@ -3,11 +3,8 @@
 # semi CUDA tests (issue 6 asks for one; names of failing tests printed) and the kron default
 # backward; the main job on the GPU (sparsekern check); the semi bench JSON (kept under $OUT with
 # few other files, so that it comes back).
-cd "$(dirname "$0")/../.."
-R=$(pwd)
-export PYTHONUNBUFFERED=1
-STAGES="build" bash tools/device_check.sh > /tmp/build_step.log 2>&1 || { tail -40 /tmp/build_step.log; exit 1; }
-grep -E "build ok" /tmp/build_step.log
+source "$(dirname "$0")/lib.sh"
+diag_build /tmp/build_step.log
 rm -f $OUT/sass.txt $OUT/build.log
 cd /tmp
 {

@@ -3,11 +3,8 @@
 # commits and the merged kronbwd branch); memcheck of the semi leak test and the new kron steps
 # backward; the kron steps backward timed against the fused one (issue 5); the in-place bench
 # (baseline for this session's norm work) and an ncu look at the 16-bit LayerNorm kernels.
-cd "$(dirname "$0")/../.."
-R=$(pwd)
-export PYTHONUNBUFFERED=1
-STAGES="build" bash tools/device_check.sh > $OUT/build_step.log 2>&1 || { tail -30 $OUT/build_step.log; exit 1; }
-grep -E "build ok|matrix instr" $OUT/build_step.log
+source "$(dirname "$0")/lib.sh"
+diag_build $OUT/build_step.log
 cd /tmp
 {
 echo "=== pytest -m cuda (all families) $(date +%T)"

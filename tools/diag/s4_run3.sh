@@ -3,11 +3,8 @@
 # and the shared-memory-plane variants (build with -DSPARSEKERN_NORM_VARIANTS; the default applies
 # when SPARSEKERN_INPLACE_NORM_VARIANT is unset), torch's in-place elementwise ceiling at the
 # target shape, and kron host time per call piece by piece (tools/diag/kron_host.py).
-cd "$(dirname "$0")/../.."
-R=$(pwd)
-export PYTHONUNBUFFERED=1
-CUDA_FLAGS=-DSPARSEKERN_NORM_VARIANTS STAGES="build" bash tools/device_check.sh > $OUT/build_step.log 2>&1 || { tail -30 $OUT/build_step.log; exit 1; }
-grep -E "build ok" $OUT/build_step.log
+source "$(dirname "$0")/lib.sh"
+CUDA_FLAGS=-DSPARSEKERN_NORM_VARIANTS diag_build $OUT/build_step.log
 cd /tmp
 summ() {  # compact: variant op shape dtype median% burst%
   python3 - "$@" <<'PY'

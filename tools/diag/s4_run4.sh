@@ -2,9 +2,7 @@
 # Session 4, fourth device run: build (with the CUTLASS sm90 2:4 kernels); every CUDA test; memcheck
 # of the CUTLASS 2:4 tests and the kron steps backward; the 2:4 choice at the target shape; the
 # semi, kron and in-place benches (JSON).
-cd "$(dirname "$0")/../.."
-R=$(pwd)
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/lib.sh"
 STAGES="build" bash tools/device_check.sh > $OUT/build_step.log 2>&1 || { tail -40 $OUT/build_step.log; exit 1; }
 grep -E "build ok|2:4" $OUT/build_step.log $OUT/build.log | head -4
 grep -c "SparseGemm\|sm90_sparse\|GemmUniversal" $OUT/sass.txt

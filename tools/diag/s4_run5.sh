@@ -2,11 +2,8 @@
 # Session 4, fifth device run: build (three CUTLASS 2:4 tile configurations); every CUDA test;
 # memcheck of the CUTLASS tests; the 2:4 choice at the target shape; semi bench; kron bench with the
 # default backward choice and with SPARSEKERN_KRON_BWD=fused, same process order, for comparison.
-cd "$(dirname "$0")/../.."
-R=$(pwd)
-export PYTHONUNBUFFERED=1
-STAGES="build" bash tools/device_check.sh > $OUT/build_step.log 2>&1 || { tail -40 $OUT/build_step.log; exit 1; }
-grep -E "build ok" $OUT/build_step.log
+source "$(dirname "$0")/lib.sh"
+diag_build $OUT/build_step.log
 cd /tmp
 {
 echo "=== pytest -m cuda (all families) $(date +%T)"
