@@ -1,8 +1,10 @@
 #pragma once
 /// @file semi.h
-/// @brief 2:4 semi-structured sparse products through cuSPARSELt (the sparse tensor cores of
-///        Ampere and Hopper): Y = X · Wᵀ (+ bias) with W pruned so that every group of 4
-///        consecutive entries of a row holds at most 2 non-zeros.
+/// @brief 2:4 semi-structured sparse products on the sparse tensor cores of Ampere and Hopper,
+///        through cuSPARSELt or (sm_90) the library's own CUTLASS kernels: Y = X · Wᵀ (+ bias)
+///        with W pruned so that every group of 4 consecutive entries of a row holds at most 2
+///        non-zeros. The two backends compress W into different formats; the CUTLASS functions
+///        are at the end of this file.
 ///
 /// cuSPARSELt is loaded at run time (dlopen of libcusparseLt.so.0, shipped by the
 /// `nvidia-cusparselt-cu13` wheel), so neither libsparsekern nor a wheel links it. The flow is:
