@@ -201,6 +201,36 @@ void semi_validation() {
   SK_EXPECT_THROW(sk::TypeMismatch, sk::semi::compressed_size(w), "`weight`");
   w.dtype = sk::DType::bf16;
   SK_EXPECT_THROW(sk::BackendUnavailable, sk::semi::compressed_size(w), "CPU");
+
+  // The CUTLASS sm90 kernels: shape rules first (in_features a multiple of 64), then the device.
+  w.cols = 48;
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::semi::cutlass_compressed_size(w), "multiple of 64");
+  w.cols = 64;
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::semi::cutlass_compressed_size(w), "CUDA device");
+  SK_CHECK(!sk::semi::cutlass_sm90_usable(w.device), "the CUTLASS 2:4 kernels never run on the CPU");
+  sk::semi::LinearParams p;
+  p.dtype = sk::DType::f16;
+  p.device = {sk::DeviceType::cpu, 0};
+  p.m = 16;
+  p.n = 32;
+  p.k = 64;
+  std::vector<std::uint16_t> x(16 * 64), wc(32 * 32), y(16 * 32), meta(64);
+  p.x = x.data();
+  p.weight = wc.data();
+  p.y = y.data();
+  p.y_transposed = true;
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::semi::cutlass_linear_workspace_size(p), "not Yᵀ");
+  p.y_transposed = false;
+  p.k = 48;
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::semi::cutlass_linear_workspace_size(p), "multiple of 64");
+  p.k = 64;
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::semi::cutlass_linear(p, nullptr, sk::Workspace{}, nullptr), "`metadata`");
+#if !SPARSEKERN_TEST_WITH_CUDA
+  SK_CHECK(sk::semi::cutlass_linear_configs() == 0, "no CUTLASS configurations without CUDA; got ",
+           sk::semi::cutlass_linear_configs());
+  SK_EXPECT_THROW(sk::BackendUnavailable, sk::semi::cutlass_linear(p, meta.data(), sk::Workspace{}, nullptr),
+                  "CUTLASS");
+#endif
 }
 
 }  // namespace
