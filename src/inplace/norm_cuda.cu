@@ -146,9 +146,9 @@ norm_stream_kernel(T* x, RowGeom g, bool aligned, Affine<T> af, acc_t<T> eps) {
   }
 }
 
-/// Warp-row LayerNorm/RMSNorm (see "Warp rows" in rows_cuda.cuh), run by warp_rows_kernel (rows
-/// loaded into registers) or bulk_rows_kernel (rows staged through shared memory on sm_90+, see
-/// bulk_rows.cuh): one warp per row, the row held as raw 16-bit words in registers.
+/// Warp-row LayerNorm/RMSNorm (see "Warp rows" in rows_cuda.cuh), run by warp_rows_kernel (bulk_rows.cuh:
+/// one warp per row, the row held as raw 16-bit words in registers); its statistics and output
+/// steps also serve norm_bulk_kernel below.
 ///
 /// The 16-bit rows are bound by instruction issue, not by memory, once they are in registers:
 /// every 16-bit element converted to fp32 costs an instruction, and the first version converted
@@ -164,9 +164,9 @@ norm_stream_kernel(T* x, RowGeom g, bool aligned, Affine<T> af, acc_t<T> eps) {
 ///   shared loads are contiguous (no bank conflicts).
 /// That leaves two conversions per element (stats pass, output pass).
 
-/// Bytes before the weight/bias planes in norm_bulk_kernel's shared memory: barriers and partial sums.
 /// Most warps per row (block) of norm_bulk_kernel.
 constexpr int kNormBulkMaxWarps = 16;
+/// Bytes before the weight/bias planes in norm_bulk_kernel's shared memory: barriers and partial sums.
 constexpr std::size_t kNormBulkHead = (kBulkMaxStages * 8 + kBulkMaxStages * kNormBulkMaxWarps * 8 + 127) / 128 * 128;
 
 /// Where NormRowOp reads weight and bias from: fp32 planes staged in shared memory, or the 16-bit
