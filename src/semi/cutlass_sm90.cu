@@ -12,6 +12,7 @@
 // (m × out). The bias is a per-row (per-out) broadcast in the epilogue (LinCombPerRowBias; a null
 // pointer broadcasts 0). W is compressed once per weight version into CUTLASS's own format
 // (values: out × in/2, metadata: SparseConfig's layout), by CUTLASS's compressor kernel.
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -179,7 +180,8 @@ void run_t(const LinearParams& p, const void* metadata, Workspace ws, cudaStream
   auto args = gemm_args<T, C>(p, metadata);
   typename G::Gemm gemm;
   check_status(gemm.can_implement(args), "can_implement");
-  SK_EXPECTS(ws.bytes >= G::Gemm::get_workspace_size(args), "semi: CUTLASS workspace too small");
+  const std::size_t need = G::Gemm::get_workspace_size(args);
+  SK_EXPECTS(ws.bytes >= need, "semi cutlass_linear: `workspace` must hold ", need, " bytes; got ", ws.bytes);
   check_status(gemm.initialize(args, ws.data, stream), "initialize");
   check_status(gemm.run(stream), "run");
 }
@@ -202,7 +204,8 @@ decltype(auto) by_config(int config, Fn&& fn) {
 
 }  // namespace
 
-bool cutlass_device_ok(int device) {
+namespace {
+bool query_device_ok(int device) {
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
@@ -217,6 +220,20 @@ bool cutlass_device_ok(int device) {
     return false;
   }
   return attr.binaryVersion >= 90;
+}
+}  // namespace
+
+bool cutlass_device_ok(int device) {
+  // Asked on every cutlass_compress/cutlass_linear call: queried once per device (0 unknown,
+  // 1 no, 2 yes), like the other families' per-device caches.
+  static std::atomic<std::uint8_t> known[64] = {};
+  if (device < 0 || device >= 64) return query_device_ok(device);
+  std::uint8_t v = known[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = query_device_ok(device) ? 2 : 1;
+    known[device].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
 }
 
 CutlassSizes cutlass_sizes(const WeightShape& w) {

@@ -42,5 +42,5 @@ void cutlass_compress(const WeightShape& w, const void* dense, void* values, voi
                       Stream stream);
 int cutlass_configs();
 std::size_t cutlass_workspace_size(const LinearParams& p, int config);
-void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream, int config);
+void cutlass_run(const LinearParams& p, const void* metadata, Workspace workspace, Stream stream, int config);  // checks the workspace size
 }  // namespace sparsekern::semi::detail
