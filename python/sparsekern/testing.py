@@ -1,8 +1,13 @@
 """Reference comparisons shared by the tests, `sparsekern check` and the benchmarks.
 
 One tolerance table for every op: errors are ‖out − ref‖_F / ‖ref‖_F against a float64 reference.
+run_python runs a test's probe in a fresh process.
 """
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import torch
 
@@ -39,3 +44,13 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 def randn(*shape, dtype=torch.float32, device="cpu", generator=None) -> torch.Tensor:
     """Standard-normal data drawn in float64 on the CPU, then cast: same values on every device."""
     return torch.randn(*shape, dtype=torch.float64, generator=generator).to(dtype=dtype, device=device)
+
+
+def run_python(code: str, timeout: float = 120, **env) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh Python process (for what a process decides once: environment
+    switches read at first use, loaded libraries, exit-time behaviour), with this process's
+    sys.path as PYTHONPATH and the given environment variables set; stdout and stderr captured."""
+    full = dict(os.environ, **env)
+    full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=timeout)
+

@@ -8,9 +8,6 @@ names the argument and leaves its input unchanged.
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -18,7 +15,7 @@ import torch.nn.functional as F
 
 import sparsekern
 from sparsekern import _C, compat
-from sparsekern.testing import randn, rel_error, tolerance
+from sparsekern.testing import randn, rel_error, run_python, tolerance
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 # Row lengths: 1, odd and prime lengths, both sides of every register-tile boundary of the CUDA
@@ -804,9 +801,7 @@ def test_warp_rows_register_path_without_bulk_copies():
         "        worst = max(worst, ((xn.double() - ref).norm() / ref.norm()).item())\n"
         "print('worst', worst)\n"
     )
-    env = dict(os.environ, SPARSEKERN_INPLACE_BULK="0")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    out = run_python(code, timeout=300, SPARSEKERN_INPLACE_BULK="0")
     assert out.returncode == 0, out.stdout + out.stderr
     worst = float(out.stdout.split("worst")[-1])
     assert worst <= 1e-2, out.stdout

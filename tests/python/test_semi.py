@@ -3,9 +3,6 @@ fallback on the CPU), its caches, and bad input."""
 from __future__ import annotations
 
 import collections
-import subprocess
-import sys
-
 import os
 
 import pytest
@@ -13,7 +10,7 @@ import torch
 
 import sparsekern as sk
 from sparsekern import semi as sksemi
-from sparsekern.testing import randn, rel_error, tolerance
+from sparsekern.testing import randn, rel_error, run_python, tolerance
 
 
 def _dtypes(device):
@@ -242,11 +239,7 @@ def test_semi_cuda_no_leak_warning_at_exit():
         "    layer(x)\n"
         "print('plans', sk.semi_plan_stats()['plans_created'])\n"
     )
-    import os
-
-    env = dict(os.environ, SPARSEKERN_SEMI_BACKEND="cusparselt")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    out = run_python(code, SPARSEKERN_SEMI_BACKEND="cusparselt")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "plans" in out.stdout and "leaked" not in out.stderr, out.stderr
 
@@ -282,11 +275,7 @@ def test_missing_cusparselt_names_the_package():
         "except RuntimeError as e:\n"
         "    print('ERROR', e)\n"
     )
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    out = run_python(code)
     assert "ERROR" in out.stdout, out.stdout + out.stderr
     assert "nvidia-cusparselt-cu13" in out.stdout
 
