@@ -215,6 +215,16 @@ bool sm90_enabled() {
   return on;
 }
 
+/// SPARSEKERN_BSR_GROUPED=0 keeps 16-bit blocks of 32/64 on the one-block-column sm_90a dds
+/// kernel instead of the grouped one (sm90/gdds_sm90.cuh): for comparisons.
+bool sm90_grouped_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
 
 /// The dtype can use tensor cores on this device: fp16/bf16 always, fp32 only with TF32 allowed.
@@ -244,6 +254,10 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 #if SPARSEKERN_BSR_SM90A
 template <sm90::Elem kE>
 bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
+  if (sm90_grouped_enabled() && (b == 32 || b == 64)) {  // tiles of several block columns
+    if (b == 32) return bt ? sm90::gdds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 32, false>(t, nb, sms, stream);
+    return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
+  }
   switch (b) {
     case 32: return bt ? sm90::dds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 32, false>(t, nb, sms, stream);
     case 64: return bt ? sm90::dds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 64, false>(t, nb, sms, stream);

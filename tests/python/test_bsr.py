@@ -12,7 +12,7 @@ import torch
 
 import sparsekern
 from sparsekern import BlockSparseLinear, BlockSparseMatrix, BlockSparseModelPatcher, _C, bsr
-from sparsekern.testing import rel_error, tolerance
+from sparsekern.testing import rel_error, run_python, tolerance
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
 # "tf32": fp32 with torch.backends.cuda.matmul.allow_tf32 on (the tensor-core path on CUDA).
@@ -114,6 +114,76 @@ def test_dds_many_tiles_per_cta(block, op_dtype, transpose):
     empty = dense64(op).abs().sum(0) == 0
     assert empty.any()
     assert torch.equal(out[:, empty], bias[empty].expand(m, -1))
+
+
+def _grouped_edge_matrix(block, dtype, transpose):
+    """A pattern for the grouped sm_90a dds (tiles of 128 / block block columns whose k loop walks
+    the union of the columns' k blocks): as the product's operand it has 7 block columns (the last
+    group is partial), a dense column of 80 k blocks (index windows of 32 refilled twice), an
+    empty column inside a group, a group whose columns are all empty, and columns whose k blocks
+    interleave."""
+    kb, nb = 80, 7
+    mask = torch.zeros(kb, nb, dtype=torch.bool)  # (k blocks, block columns) of the operand
+    mask[:, 0] = True                              # dense column
+    mask[::3, 1] = True                            # interleaved with column 3
+    mask[1::2, 3] = True                           # (column 2 stays empty)
+    if block == 32:
+        pass                                       # columns 4-6: the whole second group empty
+    else:
+        mask[5:9, 4] = True                        # b = 64: groups {4, 5} half full, {6} empty
+    if transpose:  # the operand is Sᵀ: S holds the transposed mask
+        mask = mask.t().contiguous()
+    m = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
+    return m.with_values(randn(*m.values.shape, dtype=dtype)).to("cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", [32, 64])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
+def test_dds_grouped_edges(block, dtype, transpose):
+    """The grouped kernel's edge cases (see _grouped_edge_matrix) with row counts below one
+    128-row half, a ragged second half, and several 256-row tiles; every output column checked,
+    empty ones exactly equal to the bias."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    s = _grouped_edge_matrix(block, dtype, transpose)
+    op = s.t() if transpose else s
+    ref_s = dense64(op)
+    k, n = op.shape
+    assert (k, n) == (80 * block, 7 * block)
+    bias = randn(n, dtype=dtype, device="cuda")
+    empty = ref_s.abs().sum(0) == 0
+    for m in (1, 100, 300, 1000):
+        x = randn(m, k, dtype=dtype, device="cuda")
+        out = bsr.dds(x, op, bias)
+        ref = x.double() @ ref_s + bias.double()
+        assert torch.isfinite(out).all()
+        for j in range(7):  # per block column: a wrong group member cannot hide in the average
+            cols = slice(j * block, (j + 1) * block)
+            assert rel_error(out[:, cols], ref[:, cols]) <= tol(dtype, torch.device("cuda")), (m, j)
+        assert torch.equal(out[:, empty], bias[empty].expand(m, -1))
+        out = bsr.dds(x, op)
+        assert rel_error(out, ref - bias.double()) <= tol(dtype, torch.device("cuda"))
+
+
+@pytest.mark.cuda
+def test_dds_ungrouped_kernel_still_right():
+    """SPARSEKERN_BSR_GROUPED=0 (read once per process) keeps blocks of 32/64 on the one-block-
+    column sm_90a kernel: the same edge cases through it, in a fresh process."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    code = (
+        "import torch, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "import test_bsr as t\n"
+        "for b in (32, 64):\n"
+        "    for dt in (torch.float16, torch.bfloat16):\n"
+        "        for tr in (False, True):\n"
+        "            t.test_dds_grouped_edges(b, dt, tr)\n"
+        "print('ok')\n" % str(__import__("pathlib").Path(__file__).parent))
+    out = run_python(code, timeout=300, SPARSEKERN_BSR_GROUPED="0")
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
 
 
 @pytest.mark.parametrize("block", BLOCKS)

@@ -201,6 +201,98 @@ __device__ __forceinline__ void consume_tile(Rings<kPerRing>& rings, int ring, S
   warpgroup_fence_operand(acc);
 }
 
+/// The epilogue of a consumer tile (dds kernels): C[row0 + r, col0 + c] = acc(r, c) (+ bias[col0 + c])
+/// for the rows below m. `tCcC` maps each accumulator to its (row, column) in the tile.
+template <int kBN, class T, class Acc, class CoordC>
+__device__ __forceinline__ void store_tile(const Acc& acc, const CoordC& tCcC, T* c, std::int64_t ldc, std::int64_t m,
+                                           std::int64_t row0, std::int64_t col0, const T* bias, int lane) {
+  if constexpr (sizeof(T) == 4) {
+    // tf32 path, fp32 output: each thread's column pairs stored as 8-byte vectors (a warp
+    // writes whole 32-byte sectors: 4 lanes × 8 bytes per row); the bias pair of an 8-column
+    // group is loaded once for all of the thread's rows.
+    float* cf = reinterpret_cast<float*>(c);
+    const float* biasf = reinterpret_cast<const float*>(bias);
+    CUTE_UNROLL
+    for (int g = 0; g < kBN / 8; ++g) {
+      const int col = get<1>(tCcC(make_coord(make_coord(0, 0, g), 0, 0)));
+      const float2 bv = biasf != nullptr ? make_float2(biasf[col0 + col], biasf[col0 + col + 1])
+                                         : make_float2(0.f, 0.f);
+      CUTE_UNROLL
+      for (int mm = 0; mm < size<1>(acc); ++mm) {
+        CUTE_UNROLL
+        for (int r2 = 0; r2 < 2; ++r2) {
+          const auto i0 = make_coord(make_coord(0, r2, g), mm, 0);
+          const auto i1 = make_coord(make_coord(1, r2, g), mm, 0);
+          const std::int64_t row = row0 + get<0>(tCcC(i0));
+          if (row < m) {
+            *reinterpret_cast<float2*>(cf + row * ldc + col0 + col) =
+                make_float2(acc(i0) + bv.x, acc(i1) + bv.y);
+          }
+        }
+      }
+    }
+  } else {
+    // Epilogue: fp32 accumulators (+ bias) rounded to 16 bits and stored from registers as full
+    // 16-byte vectors. The wgmma fragment gives lane l of a quad the column pair 2·(l % 4) of
+    // every 8-column group of its row; a 4 × 4 transpose of packed pairs inside the quad (three
+    // xor-shuffles) gives lane q all 8 columns of group 4t + q, so each row is written in whole
+    // 64-byte runs. (4-byte pair stores ran at ~1.3 TB/s: ~50 µs of every 8192 × 4096 call.)
+    const int q = lane & 3;
+    constexpr int kGroups = kBN / 8;
+    static_assert(kGroups % 4 == 0, "whole quads of 8-column groups");
+    // The bias of this thread's columns (the same for every row), loaded once per tile as packed
+    // pairs: per-element loads inside the loops below cost ~18 µs per 8192 × 4096 call.
+    std::uint32_t bias_pairs[kGroups];
+    CUTE_UNROLL
+    for (int g = 0; g < kGroups; ++g) {
+      bias_pairs[g] = 0;
+      if (bias != nullptr) {
+        const std::uint16_t* bp = reinterpret_cast<const std::uint16_t*>(bias) + col0 + 8 * g + 2 * q;
+        bias_pairs[g] = std::uint32_t(bp[0]) | (std::uint32_t(bp[1]) << 16);
+      }
+    }
+    CUTE_UNROLL
+    for (int mm = 0; mm < size<1>(acc); ++mm) {
+      CUTE_UNROLL
+      for (int r2 = 0; r2 < 2; ++r2) {
+        const std::int64_t row = row0 + get<0>(tCcC(make_coord(make_coord(0, r2, 0), mm, 0)));
+        CUTE_UNROLL
+        for (int t = 0; t < kGroups / 4; ++t) {
+          std::uint32_t P[4];
+          CUTE_UNROLL
+          for (int u = 0; u < 4; ++u) {
+            const auto i0 = make_coord(make_coord(0, r2, 4 * t + u), mm, 0);
+            const auto i1 = make_coord(make_coord(1, r2, 4 * t + u), mm, 0);
+            const float2 bv = unpack_pair<T>(bias_pairs[4 * t + u]);  // zeros without bias
+            P[u] = pack_pair<T>(acc(i0) + bv.x, acc(i1) + bv.y);
+          }
+          std::uint32_t R[4] = {P[0], P[1], P[2], P[3]};
+          CUTE_UNROLL
+          for (int k = 1; k < 4; ++k) {
+            const int other = q ^ k;  // lane q sends its pair of group `other`, receives pair `other` of its group
+            const std::uint32_t send = other == 0 ? P[0] : other == 1 ? P[1] : other == 2 ? P[2] : P[3];
+            const std::uint32_t recv = __shfl_xor_sync(0xffffffffu, send, k);
+            R[0] = other == 0 ? recv : R[0];
+            R[1] = other == 1 ? recv : R[1];
+            R[2] = other == 2 ? recv : R[2];
+            R[3] = other == 3 ? recv : R[3];
+          }
+          // R[q] stays P[q]: lane q's own pair of group 4t + q.
+          R[0] = q == 0 ? P[0] : R[0];
+          R[1] = q == 1 ? P[1] : R[1];
+          R[2] = q == 2 ? P[2] : R[2];
+          R[3] = q == 3 ? P[3] : R[3];
+          if (row < m) {
+            uint4 v;
+            v.x = R[0], v.y = R[1], v.z = R[2], v.w = R[3];
+            *reinterpret_cast<uint4*>(c + row * ldc + col0 + 8 * (4 * t + q)) = v;
+          }
+        }
+      }
+    }
+  }
+}
+
 using sparsekern::detail::allow_smem;
 
 }  // namespace sparsekern::bsr::sm90

@@ -24,6 +24,11 @@ bool built();
 template <Elem kElem, int kBlock, bool kBKMajor>
 bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream);
 
+/// As dds_launch, for 16-bit elements and kBlock ∈ {32, 64}: output tiles of 256 rows × 128 / kBlock
+/// block columns, whose k loop walks the union of those columns' k blocks (see gdds_sm90.cuh).
+template <Elem kElem, int kBlock, bool kBKMajor>
+bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream);
+
 /// values[p] = (A · B)[block p] for the `nnz_blocks` blocks of the pattern (p.block_rows/block_cols),
 /// A (a_rows × p.k) with unit row stride (column stride p.lda), B (p.k × b_cols) with unit column
 /// stride (row stride p.ldb), out written row-major per block. kBlock ∈ {64, 128}; requirements

@@ -1,0 +1,336 @@
+#pragma once
+// Block-sparse dds on Hopper for blocks of 32 and 64 (16-bit): C = A · Bop (+ bias), A dense
+// (m × k, K-major), Bop block-sparse, with output tiles that span several block columns.
+//
+// Why: dds_sm90.cuh gives each consumer a tile of one block column (256 × 32 or 128 × 64). A
+// block b × b multiplies a b-wide slice of A, so every A tile loaded into shared memory serves
+// 2·b FLOP per byte (b = 32: 256 × 32 tiles reach 28 FLOP/B of L2 → shared-memory traffic), and
+// the measured 8192 × 4096 × 4096 products ran at that traffic's ceiling (~8 TB/s out of L2, E =
+// 0.34 at b = 32, 0.54 at b = 64; docs/PERF_NOTES.md). Here a tile is 256 rows × kG block
+// columns (kG · b = 128 columns) and its k loop walks the union of the k blocks of those kG
+// columns: each A tile is loaded once for every block column of the group that has a block at that
+// k, and each block of Bop is loaded once per 256 rows (not 128). Per k step the loads are the A
+// tile plus only the blocks that exist; the wgmma of an absent block is skipped, so no work is
+// spent on zeros. Expected traffic per useful FLOP falls by 1.2-1.9x over densities 0.1-0.5 for
+// b = 32 (more union hits at higher density) and ~1.2-1.5x for b = 64.
+//
+// Structure (shared with dds_sm90.cuh: persistent CTAs, TMA + mbarrier pipeline, wgmma from
+// swizzled shared memory): one producer warp merges the kG sorted index lists of the tile's block
+// columns on the fly (a window of 32 entries per list in registers, refilled by one coalesced load)
+// and issues per k step one TMA load of each 128-row half of the A tile and one per existing block,
+// then writes the step's block mask next to the stage (read by the consumers after the stage's full
+// barrier, whose arrive orders it). Two consumer warpgroups work on the same tile ("cooperative"):
+// consumer w owns rows 128·w..128·w+127 and kG accumulators of 128 × b (128 fp32 registers per
+// thread in all). A step's mask carries a "last" bit, so the consumers need no count; a tile whose
+// block columns are all empty gets one step with an empty mask (no load, its output is the bias).
+#include "common.cuh"
+#include "dds_sm90.cuh"
+
+namespace sparsekern::bsr::sm90 {
+
+using namespace cute;
+
+template <Elem kElem, int kBlock, bool kBKMajor>
+struct GddsConfig {
+  using T = typename ElemT<kElem>::type;
+  static_assert(kBlock == 32 || kBlock == 64, "grouped dds: blocks of 32 or 64");
+  static constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+  static constexpr int kBN = kBlock;    // one MMA N extent = one block column
+  static constexpr int kG = 128 / kBlock;  // block columns per tile: 128 output columns
+  static constexpr int kWgM = 128;      // rows per consumer; a tile is 2 · kWgM rows
+  static constexpr int kElemBytes = int(sizeof(T));
+  static constexpr int kBK = kBlock < 128 / kElemBytes ? kBlock : 128 / kElemBytes;
+  static constexpr int kKSteps = kBlock / kBK;
+  static constexpr int kHalfBytes = kWgM * kBK * kElemBytes;     // one consumer's A rows per step
+  static constexpr int kBlockBytes = kBN * kBK * kElemBytes;     // one block's slice per step
+  static constexpr int kStageBytesMax = 2 * kHalfBytes + kG * kBlockBytes;
+  // As many stages as fit in ~200 KB, at most 8 (b = 32: 24 KB stages → 8; b = 64: 48 KB → 4).
+  static constexpr int kStages = std::min(8, (200 * 1024) / kStageBytesMax);
+  static constexpr std::uint32_t kLast = 1u << 31;  // mask bit: the tile's last step
+
+  static constexpr GMMA::Major kMajorB = kBKMajor ? GMMA::Major::K : GMMA::Major::MN;
+  using MmaAtom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBN>, Int<kBK>>,
+                                                GMMA::Major::K, kMajorB>());
+  using TiledMma = decltype(make_tiled_mma(MmaAtom{}));  // one warpgroup, kWgM / 64 atoms along M
+
+  using AtomA = decltype(smem_atom<T, true, kBK * kElemBytes>());
+  using AtomB = decltype(smem_atom<T, kBKMajor, (kBKMajor ? kBK : kBN) * kElemBytes>());
+  // A: slot 2·stage + w holds consumer w's rows; B: slot kG·stage + j holds block column j's block.
+  using SmemLayoutA = decltype(tile_to_shape(AtomA{}, make_shape(Int<kWgM>{}, Int<kBK>{}, Int<2 * kStages>{}),
+                                             Step<_1, _2, _3>{}));
+  using SmemLayoutB = decltype(tile_to_shape(
+      AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kG * kStages>{}),
+      std::conditional_t<kBKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>{}));
+
+  struct Shared {
+    alignas(1024) T a[cosize_v<SmemLayoutA>];
+    alignas(1024) T b[cosize_v<SmemLayoutB>];
+    cutlass::arch::ClusterTransactionBarrier full[kStages];  // loads landed (1 arrival + bytes)
+    cutlass::arch::ClusterBarrier empty[kStages];            // both consumers done (256 arrivals)
+    std::uint32_t mask[kStages];                             // blocks present in the stage (+ kLast)
+  };
+  static constexpr std::size_t kSmemBytes = sizeof(Shared);
+};
+
+/// The producer's view of one block column's sorted index list: a window of 32 entries spread
+/// over the warp's lanes (lane l holds entry base + l), and the list's head.
+struct ListWindow {
+  int pos, end, base;  // warp-uniform
+  int k, v;            // this lane's entry of the window (k = INT_MAX past the end)
+  int head;            // indices[pos] (INT_MAX when the list is exhausted), warp-uniform
+
+  __device__ __forceinline__ void load(const std::int32_t* indices, const std::int32_t* value_index, int lane) {
+    base = pos;
+    const int e = pos + lane;
+    k = INT_MAX, v = 0;
+    if (e < end) {
+      k = indices[e];
+      v = value_index != nullptr ? value_index[e] : e;
+    }
+  }
+  __device__ __forceinline__ void start(const std::int32_t* offsets, const std::int32_t* indices,
+                                        const std::int32_t* value_index, int col, int n_cols, int lane) {
+    pos = col < n_cols ? offsets[col] : 0;
+    end = col < n_cols ? offsets[col + 1] : 0;
+    load(indices, value_index, lane);
+    head = __shfl_sync(0xffffffffu, k, 0);
+  }
+  /// Takes the head entry (returns its value index) and moves on.
+  __device__ __forceinline__ int pop(const std::int32_t* indices, const std::int32_t* value_index, int lane) {
+    const int vi = __shfl_sync(0xffffffffu, v, pos - base);
+    ++pos;
+    if (pos - base == 32 && pos < end) load(indices, value_index, lane);
+    head = pos < end ? __shfl_sync(0xffffffffu, k, pos - base) : INT_MAX;
+    return vi;
+  }
+};
+
+__device__ __forceinline__ void st_shared_u32(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(p))), "r"(v));
+}
+__device__ __forceinline__ std::uint32_t ld_shared_u32(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+template <class Cfg, bool kBKMajor, class TA, class TB>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    gdds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, DdsArgs p, int a_rows,
+                int a_cols, int nnz) {
+#if defined(SPARSEKERN_SM90A_DEVICE)
+  using T = typename Cfg::T;
+  using State = cutlass::PipelineState<Cfg::kStages>;
+  constexpr int kWgM = Cfg::kWgM, kBN = Cfg::kBN, kBK = Cfg::kBK, kKSteps = Cfg::kKSteps, kG = Cfg::kG;
+  constexpr int kStages = Cfg::kStages;
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  auto& S = *reinterpret_cast<typename Cfg::Shared*>(smem_raw);
+  const int wg = int(threadIdx.x) / 128;
+  const int lane = int(threadIdx.x) % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      S.full[s].init(1);
+      S.empty[s].init(256);
+    }
+  }
+  cutlass::arch::fence_barrier_init();
+  Tensor sA = make_tensor(make_smem_ptr(S.a), typename Cfg::SmemLayoutA{});  // (kWgM, kBK, 2 · stages)
+  Tensor sB = make_tensor(make_smem_ptr(S.b), typename Cfg::SmemLayoutB{});  // (kBN, kBK, kG · stages)
+  __syncthreads();  // barriers initialised before anyone waits on them
+
+  const int n_groups = (p.n_cols + kG - 1) / kG;
+  const int n_tiles = p.m_tiles * n_groups;
+  const int a_halves = (a_rows + kWgM - 1) / kWgM;  // 128-row halves of A that hold any row
+
+  if (wg == 0) {
+    // 72 + 2 · 216 per thread triple: the consumers' increase (2 · 128 · 48) must equal what the
+    // producer gives back (128 · (168 − 72)), the CTA's pool being the 168 · 384 registers of its
+    // launch; a larger producer budget leaves the consumers' setmaxnreg waiting forever.
+    cutlass::arch::warpgroup_reg_dealloc<72>();
+    if (threadIdx.x >= 32) return;  // one producer warp
+    if (lane == 0) {
+      cute::prefetch_tma_descriptor(tma_a.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(tma_b.get_tma_descriptor());
+    }
+    Tensor mA = tma_a.get_tma_tensor(make_shape(a_rows, a_cols));
+    Tensor gA = local_tile(mA, make_shape(Int<kWgM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mh,kt)
+    auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
+                                      group_modes<0, 2>(gA));
+    Tensor mB = [&] {
+      if constexpr (kBKMajor) return tma_b.get_tma_tensor(make_shape(nnz * kBN, kBN));
+      else return tma_b.get_tma_tensor(make_shape(kBN, nnz * kBN));
+    }();
+    Tensor gB = local_tile(mB, make_shape(Int<kBN>{}, Int<kBK>{}), make_coord(_, _));  // (N,K,nt,kt)
+    auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+                                      group_modes<0, 2>(gB));
+
+    State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+      int g, mt;
+      tile_coords(tile, n_groups, g, mt);
+      const bool second_half = 2 * mt + 1 < a_halves;  // rows 128..255 of the tile exist
+      ListWindow lists[kG];
+      CUTE_UNROLL
+      for (int j = 0; j < kG; ++j) lists[j].start(p.offsets, p.indices, p.value_index, g * kG + j, p.n_cols, lane);
+      int kmin = INT_MAX;
+      CUTE_UNROLL
+      for (int j = 0; j < kG; ++j) kmin = min(kmin, lists[j].head);
+      while (true) {
+        std::uint32_t mask = 0;
+        int vi[kG];
+        CUTE_UNROLL
+        for (int j = 0; j < kG; ++j) {
+          vi[j] = 0;
+          if (kmin != INT_MAX && lists[j].head == kmin) {
+            mask |= 1u << j;
+            vi[j] = lists[j].pop(p.indices, p.value_index, lane);
+          }
+        }
+        int knext = INT_MAX;
+        CUTE_UNROLL
+        for (int j = 0; j < kG; ++j) knext = min(knext, lists[j].head);
+        const int steps = mask != 0 ? kKSteps : 1;
+        const int n_blocks = __popc(mask);
+        for (int kk = 0; kk < steps; ++kk) {
+          wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), tile);
+          if (lane == 0) {
+            const int s = state.index();
+            // A volatile asm store: it stays above the arrive below (CUTLASS's barrier asm has no
+            // memory clobber, and a clobber here would make the compiler reload the producer's
+            // spilled state from local memory every step).
+            st_shared_u32(&S.mask[s], mask | (knext == INT_MAX && kk == steps - 1 ? Cfg::kLast : 0u));
+            auto& full = S.full[s];
+            if (mask == 0) {
+              full.arrive();
+            } else {
+              full.arrive_and_expect_tx((second_half ? 2 : 1) * Cfg::kHalfBytes + n_blocks * Cfg::kBlockBytes);
+              auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
+              const int kt = kmin * kKSteps + kk;
+              copy(tma_a.with(bar), tAgA(_, 2 * mt, kt), tAsA(_, 2 * s));
+              if (second_half) copy(tma_a.with(bar), tAgA(_, 2 * mt + 1, kt), tAsA(_, 2 * s + 1));
+              CUTE_UNROLL
+              for (int j = 0; j < kG; ++j) {
+                if (mask & (1u << j)) {
+                  if constexpr (kBKMajor) copy(tma_b.with(bar), tBgB(_, vi[j], kk), tBsB(_, kG * s + j));
+                  else copy(tma_b.with(bar), tBgB(_, 0, vi[j] * kKSteps + kk), tBsB(_, kG * s + j));
+                }
+              }
+            }
+          }
+          __syncwarp();
+          ++state;
+        }
+        if (knext == INT_MAX) break;
+        kmin = knext;
+      }
+    }
+    // Retire only after the consumers released every stage (no TMA write may land after exit).
+    for (int i = 0; i < kStages; ++i, ++state) {
+      wait_barrier(S.empty[state.index()], state.phase(), "empty (tail)", state.index(), -1);
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<216>();
+    const int w = wg - 1;  // consumer w: rows 128·w.. of every tile
+    typename Cfg::TiledMma mma;
+    auto thr = mma.get_thread_slice(int(threadIdx.x) % 128);
+    Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // (MMA, MMA_M, MMA_K, 2 · stages)
+    Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));  // (MMA, 1, MMA_K, kG · stages)
+    using Acc = decltype(partition_fragment_C(mma, Shape<Int<kWgM>, Int<kBN>>{}));
+    Acc acc[kG];
+    Tensor tCcC = thr.partition_C(make_identity_tensor(Shape<Int<kWgM>, Int<kBN>>{}));
+    T* c = static_cast<T*>(p.c);
+    const T* bias = static_cast<const T*>(p.bias);
+
+    State state;  // stage 0, phase 0
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+      int g, mt;
+      tile_coords(tile, n_groups, g, mt);
+      CUTE_UNROLL
+      for (int j = 0; j < kG; ++j) {
+        clear(acc[j]);
+        warpgroup_fence_operand(acc[j]);
+      }
+      mma.accumulate_ = GMMA::ScaleOut::One;
+      State prev = state;
+      bool have_prev = false;
+      while (true) {
+        wait_barrier(S.full[state.index()], state.phase(), "full", state.index(), tile);
+        const int s = state.index();
+        const std::uint32_t mask = ld_shared_u32(&S.mask[s]);  // volatile asm: after the wait
+        warpgroup_arrive();
+        CUTE_UNROLL
+        for (int j = 0; j < kG; ++j) {
+          // An absent block's wgmma is skipped. (Issuing every block column's wgmma with absent
+          // ones reading a zero block, which avoids this branch, measured slower: 0.87 vs 0.81 ms
+          // at b = 32, d = 0.5.)
+          if (mask & (1u << j)) {
+            CUTE_UNROLL
+            for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, kG * s + j), acc[j]);
+          }
+        }
+        warpgroup_commit_batch();
+        warpgroup_wait<1>();  // the previous step's wgmma is done: its stage can be refilled
+        if (have_prev) S.empty[prev.index()].arrive();
+        prev = state;
+        have_prev = true;
+        ++state;
+        if (mask & Cfg::kLast) break;
+      }
+      warpgroup_wait<0>();
+      S.empty[prev.index()].arrive();
+      CUTE_UNROLL
+      for (int j = 0; j < kG; ++j) warpgroup_fence_operand(acc[j]);
+
+      const std::int64_t row0 = std::int64_t(mt) * (2 * kWgM) + w * kWgM;
+      CUTE_UNROLL
+      for (int j = 0; j < kG; ++j) {
+        const int col = g * kG + j;
+        if (col < p.n_cols) store_tile<kBN>(acc[j], tCcC, c, p.ldc, p.m, row0, std::int64_t(col) * kBN, bias, lane);
+      }
+    }
+  }
+#else
+  __trap();  // never launched without sm_90a code (see dds_kernel)
+#endif
+}
+
+template <Elem kElem, int kBlock, bool kBKMajor>
+bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
+  using Cfg = GddsConfig<kElem, kBlock, kBKMajor>;
+  using TA = DdsTmaA<Cfg, kBKMajor>;
+  using TB = DdsTmaB<Cfg, kBKMajor>;
+  SK_EXPECTS(p.m > 0 && p.m < (std::int64_t(1) << 31) && p.a_cols > 0 && p.a_cols < (std::int64_t(1) << 31) &&
+                 p.nnz > 0 && p.nnz * kBlock < (std::int64_t(1) << 31) && !p.c_col_major,
+             "bsr (sm90 grouped dds): unsupported problem");
+  const int m = int(p.m), k = int(p.a_cols), nnz = int(p.nnz);
+  {
+    using T = typename Cfg::T;
+    constexpr std::uint64_t E = sizeof(T);
+    constexpr std::uint32_t kMnBox = std::min<int>(Cfg::kBN, int(128 / E));
+    const bool a_ok = tma_encodable<T>(p.a, std::uint64_t(k), std::uint64_t(m), std::uint64_t(p.lda) * E,
+                                       Cfg::kBK, Cfg::kWgM);
+    const bool b_ok = kBKMajor ? tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
+                                                  Cfg::kBK, Cfg::kBN)
+                               : tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
+                                                  kMnBox, Cfg::kBK);
+    if (!a_ok || !b_ok) return false;
+  }
+  TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
+                           make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{}));
+  TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz),
+                           typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
+  DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
+               int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols};
+  const std::int64_t n_tiles = std::int64_t(args.m_tiles) * ((n_block_cols + Cfg::kG - 1) / Cfg::kG);
+  SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 grouped dds): too many tiles");
+  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, TA, TB>;
+  allow_smem<kernel>(Cfg::kSmemBytes);
+  const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, m, k,
+                                                                                     nnz);
+  SK_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
+}  // namespace sparsekern::bsr::sm90
