@@ -58,15 +58,17 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, std::uint3
                "l"(src), "r"(bytes), "r"(smem_u32(bar))
                : "memory");
 }
-__device__ __forceinline__ void bulk_wait(std::uint64_t* bar, std::uint32_t parity) {
+/// Waits for the phase `parity` of the barrier at shared-memory address `bar` (smem_u32 of it).
+__device__ __forceinline__ void bulk_wait(std::uint32_t bar, std::uint32_t parity) {
   asm volatile(
       "{\n\t.reg .pred p;\n"
       "BULK_WAIT:\n\t"
       "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
-      "@!p bra BULK_WAIT;\n\t}" ::"r"(smem_u32(bar)),
+      "@!p bra BULK_WAIT;\n\t}" ::"r"(bar),
       "r"(parity)
       : "memory");
 }
+__device__ __forceinline__ void bulk_wait(std::uint64_t* bar, std::uint32_t parity) { bulk_wait(smem_u32(bar), parity); }
 #endif
 
 /// Warp-row kernel reading rows straight into registers (any architecture): one warp per row, the
