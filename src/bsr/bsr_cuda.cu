@@ -215,16 +215,6 @@ bool sm90_enabled() {
   return on;
 }
 
-/// SPARSEKERN_BSR_GROUPED=0 keeps 16-bit blocks of 32/64 on the one-block-column sm_90a dds
-/// kernel instead of the grouped one (sm90/gdds_sm90.cuh): for comparisons.
-bool sm90_grouped_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
 
 /// The dtype can use tensor cores on this device: fp16/bf16 always, fp32 only with TF32 allowed.
@@ -252,9 +242,32 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 }
 
 #if SPARSEKERN_BSR_SM90A
+/// The density from which blocks of 64 take the grouped kernel by default (see use_grouped); blocks
+/// of 32 never do by default (slower at every density measured, see docs/PERF_NOTES.md).
+constexpr double kGroupedMinDensity64 = 0.2;
+
+/// Whether a 16-bit dds with blocks of 32/64 runs the grouped sm_90a kernel (sm90/gdds_sm90.cuh:
+/// 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather than the one-block-
+/// column kernel. The grouped tile loads each A tile once for every block column of its group that
+/// has a block there, which pays when those columns share k blocks, i.e. at higher density; at low
+/// density the union adds steps with a single block (measured on an H200 at 8192 × 4096 → 4096,
+/// bf16, b = 64: 267-277 vs 342 µs at d = 0.5, 166-176 vs 177 µs at 0.25, but 90-92 vs 80 µs at
+/// 0.1). SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
+bool use_grouped(int b, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks) {
+  static const int forced = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
+    return v == nullptr || *v == '\0' ? -1 : std::strcmp(v, "0") == 0 ? 0 : 1;
+  }();
+  if (b != 32 && b != 64) return false;
+  if (forced >= 0) return forced == 1;
+  const double cells = double(n_block_cols) * double(k_blocks);
+  const double density = cells > 0 ? double(nnz) / cells : 0.0;
+  return b == 64 && density >= kGroupedMinDensity64;
+}
+
 template <sm90::Elem kE>
 bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
-  if (sm90_grouped_enabled() && (b == 32 || b == 64)) {  // tiles of several block columns
+  if (use_grouped(b, t.nnz, nb, t.a_cols / b)) {  // tiles of several block columns
     if (b == 32) return bt ? sm90::gdds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 32, false>(t, nb, sms, stream);
     return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
   }

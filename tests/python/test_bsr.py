@@ -168,9 +168,11 @@ def test_dds_grouped_edges(block, dtype, transpose):
 
 
 @pytest.mark.cuda
-def test_dds_ungrouped_kernel_still_right():
-    """SPARSEKERN_BSR_GROUPED=0 (read once per process) keeps blocks of 32/64 on the one-block-
-    column sm_90a kernel: the same edge cases through it, in a fresh process."""
+@pytest.mark.parametrize("grouped", ["1", "0"])
+def test_dds_grouped_edges_each_kernel(grouped):
+    """SPARSEKERN_BSR_GROUPED=1 / 0 (read once per process) forces the grouped sm_90a kernel or the
+    one-block-column one for blocks of 32/64 (by default the choice depends on the density): the
+    same edge cases through each, in a fresh process."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     code = (
@@ -182,7 +184,7 @@ def test_dds_ungrouped_kernel_still_right():
         "        for tr in (False, True):\n"
         "            t.test_dds_grouped_edges(b, dt, tr)\n"
         "print('ok')\n" % str(__import__("pathlib").Path(__file__).parent))
-    out = run_python(code, timeout=300, SPARSEKERN_BSR_GROUPED="0")
+    out = run_python(code, timeout=300, SPARSEKERN_BSR_GROUPED=grouped)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
 
 
