@@ -219,14 +219,22 @@ SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int t
   const int n_rows = a.chunks * st.hs;
   const int kk = tid & 7, rstep = nt >> 3;
   const long long m0 = tile * a.chunks;
-  for (int n = tid >> 3; n < n_rows; n += rstep) {
-    const int c = st.div_hs.div(n);
-    const int hi = n - c * st.hs;
+  // Row n = (chunk c, hi) is walked incrementally: a division per row would cost as much as the
+  // copy itself when p = 8 (one copy per row and thread).
+  int n = tid >> 3;
+  int c = st.div_hs.div(n);
+  int hi = n - c * st.hs;
+  for (; n < n_rows; n += rstep) {
     const long long m = m0 + c;
     const bool valid = m < a.M;
-    const float* src = a.x + (valid ? m : 0) * a.ldx + static_cast<long long>(hi) * p;
-    float* dst = xt + n;
-    for (int k = kk; k < p; k += 8) copy4_async(dst + k * a.rb, src + k, valid);
+    const float* src = a.x + (valid ? m : 0) * a.ldx + static_cast<long long>(hi) * p + kk;
+    float* dst = xt + n + kk * a.rb;
+    for (int k = kk; k < p; k += 8, src += 8, dst += 8 * a.rb) copy4_async(dst, src, valid);
+    hi += rstep;
+    while (hi >= st.hs) {
+      hi -= st.hs;
+      ++c;
+    }
   }
 }
 
