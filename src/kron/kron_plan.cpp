@@ -26,14 +26,17 @@
 //                               least one (≥ 4 FFMAs per loaded register: FFMA-bound);
 //                               else 4 × 4 (a quarter of the rows per tile, so that small products
 //                               such as 1024 × (32 ⊗ 32) still spread over all SMs)
+//   threads                   → 256 (8 warps); 128 (two blocks per SM, half the rows each) when
+//                               every p ≤ 16 and that still gives each block a tile: short K loops
+//                               make the in-place write-backs as costly as the arithmetic, and a
+//                               second block overlaps them (e.g. 1024 × (16 ⊗ 16 ⊗ 16), (8⊗8⊗8⊗8))
 //   rows per tile             → the most whose every step fits one tile per thread (the in-place
 //                               scheme: outputs of a step ≤ 256 × tile²), at most M
 //   X buffers                 → two (the next tile's copy overlaps this one's arithmetic) when
 //                               they fit the opt-in shared memory, else one (the copy overlaps the
 //                               steps after the last mode); rows per tile halve while neither fits
 //   grid                      → persistent: one block per SM for 8 × 8 tiles (up to 255
-//                               registers), up to two for 4 × 4 (and for the 128-thread 8 × 8
-//                               variant, which only SPARSEKERN_KRON_FWD=new:threads=128 selects)
+//                               registers), up to two for 4 × 4 and for 128-thread 8 × 8
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -271,6 +274,8 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   if (!fast_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
   const FastLayout per = fast_layout(modes, 0, 1);
   if (per.out_per_chunk <= 0) return false;
+  long long max_p = 1;
+  for (const ModeDims& d : modes) max_p = std::max(max_p, d.p);
   struct Choice {
     bool ok = false;
     int tile = 8, threads = kThreads, chunks = 1, nstage = 1;
@@ -313,6 +318,12 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
     if (!pick.ok || pick.ntiles < lim.num_sms) {
       const Choice small = choose(4, kThreads);
       if (small.ok) pick = small;
+    } else if (max_p <= 16) {
+      // Short K loops: a step's write-back (16 STS.128 per thread, no arithmetic beside it in a
+      // lone block) costs about as many shared-memory clocks as its FFMAs; two 128-thread blocks
+      // per SM overlap one's write-backs with the other's arithmetic, on tiles of half the rows.
+      const Choice half = choose(8, 128);
+      if (half.ok && half.ntiles >= 2LL * lim.num_sms) pick = half;
     }
   }
   if (!pick.ok) return false;

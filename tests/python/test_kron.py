@@ -249,7 +249,8 @@ def test_forward_kernel_choice(monkeypatch):
     _C.kron_set_forward_kernel("new")
     try:
         assert "kernel=fast" in _plan(1024, [(64, 64)] * 2)
-        assert "kernel=fast regs=8x8" in _plan(1024, [(8, 8)] * 4)
+        assert "regs=8x8 threads=128" in _plan(1024, [(8, 8)] * 4)  # short K loops: two blocks per SM
+        assert "regs=8x8 threads=256" in _plan(1024, [(64, 64)] * 2)
         assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, torch.float64)  # fp32 only
         assert "kernel=fast" not in _plan(1024, [(8, 7), (8, 8)])  # q not a multiple of 4
         assert "kernel=fast" not in _plan(256, [(16, 16)] * 4)  # two groups (L > 1)

@@ -38,9 +38,11 @@ COPY_BW = 4.27e12     # H200 copy bandwidth, bytes/s
 QUICK = "--quick" in sys.argv
 DRY = "--dry-run" in sys.argv
 CALLS = 3 if DRY else 10 if QUICK else 20
-# Plan overrides timed per case (the planner's default is timed above as "new"): two 128-thread
-# blocks per SM, 4x4 tiles, fewer rows per tile (more tiles in the pipeline), one X buffer.
-SWEEP = ["new:threads=128", "new:tile=4", "new:rows=2", "new:stages=1", "new:threads=128,stages=1"]
+# Plan overrides timed per case (the planner's default is timed above as "new"): one 256-thread or
+# two 128-thread blocks per SM, 4x4 tiles, fewer rows per tile (more tiles in the pipeline), one X
+# buffer.
+SWEEP = ["new:threads=256", "new:threads=128", "new:tile=4", "new:threads=256,rows=2", "new:stages=1",
+         "new:threads=128,stages=1"]
 SWEEP_32 = ["new:tile=8", "new:tile=8,rows=8", "new:threads=128", "new:threads=128,rows=4", "new:tile=4,rows=2"]
 
 dev = torch.device("cpu" if DRY else "cuda")
