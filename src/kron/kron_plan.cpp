@@ -209,18 +209,18 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 /// The forward kernel selection (see kron::set_forward_kernel): kernel −1 = not read yet, 0 = old,
 /// 1 = new; tile, rows, stages: measurement overrides of the register-tile plan (0 = the planner's).
 struct FwdSelect {
-  int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0;
+  int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
 };
 
 std::mutex g_select_mutex;
 FwdSelect g_select;
 
-/// Parses "old", "new" or "new:tile=T,rows=R,stages=S,threads=N" (any subset, any order).
+/// Parses "old", "new" or "new:tile=T,rows=R,stages=S,threads=N,grid=G" (any subset, any order).
 FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
-        where, " must be \"old\", \"new\" or \"new:tile=8|4,rows=N,stages=1|2,threads=256|128\"; got \"", v,
-        "\""));
+        where, " must be \"old\", \"new\" or \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\"; got \"",
+        v, "\""));
   };
   FwdSelect sel;
   if (v.empty() || v == "new") {
@@ -252,6 +252,8 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
       sel.stages = static_cast<int>(num);
     else if (key == "threads" && (num == 128 || num == 256))
       sel.threads = static_cast<int>(num);
+    else if (key == "grid")
+      sel.grid = static_cast<int>(num);
     else
       throw bad();
     pos = end + 1;
@@ -340,6 +342,7 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   const long long per_sm =
       std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (pick.smem + 1024)), 1, pick.per_sm);
   seg.grid = std::min<long long>(pick.ntiles, per_sm * lim.num_sms);
+  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
   return true;
 }
 
@@ -509,12 +512,13 @@ void set_forward_kernel(const std::string& name) {
 std::string forward_kernel() {
   const detail::FwdSelect sel = detail::forward_select();
   if (sel.kernel == 0) return "old";
-  if (sel.tile == 0 && sel.rows == 0 && sel.stages == 0 && sel.threads == 0) return "new";
+  if (sel.tile == 0 && sel.rows == 0 && sel.stages == 0 && sel.threads == 0 && sel.grid == 0) return "new";
   std::string s = "new:";
   if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
   if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
   if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
+  if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
   s.pop_back();
   return s;
 }

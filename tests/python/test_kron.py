@@ -227,7 +227,11 @@ def test_forward_kernels(device, fwd_kernel, batch, shapes):
 
 
 @pytest.mark.parametrize("sel", ["new:tile=4", "new:threads=128", "new:rows=1", "new:rows=3,stages=1",
-                                 "new:threads=128,stages=1", "new:tile=8,rows=2,stages=2"])
+                                 "new:threads=128,stages=1", "new:tile=8,rows=2,stages=2",
+                                 # a few blocks, several tiles each: the persistent loop, the next
+                                 # tile's copy into a buffer the last one read (on any GPU size)
+                                 "new:threads=256,rows=2,grid=3", "new:threads=256,rows=2,stages=1,grid=2",
+                                 "new:threads=128,rows=1,grid=3", "new:tile=4,rows=1,grid=2"])
 @pytest.mark.parametrize("batch,shapes", [(61, [(8, 8)] * 4), (37, [(16, 16)] * 3), (19, [(64, 64)] * 2),
                                           (45, [(32, 32)] * 2), (7, [(3, 8), (5, 4), (7, 12)]),
                                           (13, [(64, 32), (64, 32)])])
@@ -244,6 +248,8 @@ def test_forward_fast_overrides(device, sel, batch, shapes):
             assert "threads=128" in plan
         if "stages=1" in sel:
             assert "stages=1" in plan
+        if "grid=" in sel:
+            assert " grid=" + sel.split("grid=")[1] in plan
         assert rel_error(kron_matmul(x, fs), _reference(x, fs)) <= _tol(torch.float32, device, 2)
     finally:
         _C.kron_set_forward_kernel("")
@@ -263,7 +269,7 @@ def test_forward_kernel_choice(monkeypatch):
         assert "stages=1" in _plan(1024, [(64, 32), (64, 32)])  # two X tiles do not fit
     finally:
         _C.kron_set_forward_kernel("")
-    for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile"]:
+    for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile", "new:grid=-1"]:
         with pytest.raises(ValueError, match="SPARSEKERN_KRON_FWD|kernel name"):
             _C.kron_set_forward_kernel(bad)
     monkeypatch.setenv("SPARSEKERN_KRON_FWD", "old")
