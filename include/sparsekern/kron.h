@@ -95,6 +95,19 @@ std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p);
 /// into the old contents). Throws like matmul().
 void matmul_backward(const MatmulBackwardParams& p, Stream stream);
 
+/// Which fused forward kernel fp32 products use when all their factors fuse into one group (every
+/// p, q ≤ 64; the register-tile kernel also needs every q to be a multiple of 4): "new" (the default:
+/// 8×8 or 4×4 register tiles, a persistent grid, cp.async prefetch of the next tile) or "old" (the
+/// generic fused kernel that every other case runs). The environment variable
+/// SPARSEKERN_KRON_FWD=old|new chooses it, read once at the first plan; set_forward_kernel overrides
+/// that for the process ("" reads the environment again). "new:tile=8|4,rows=N,stages=1|2,threads=256|128,
+/// grid=N" (any subset) also overrides the register-tile plan's choices where they fit (grid caps
+/// the persistent grid, so that small inputs give a block several tiles): measurement and test knobs.
+/// For A/B measurements and tests; throws InvalidArgument for any other name. forward_kernel()
+/// returns the selection in the same syntax.
+void set_forward_kernel(const std::string& name);
+std::string forward_kernel();
+
 /// One line per kernel of the execution plan matmul() (or, with `backward`, matmul_backward())
 /// would run for these shapes on this device: fused groups with their tiles, cuBLAS steps. For
 /// diagnostics and benchmark reports.

@@ -175,6 +175,13 @@ void register_kron(nb::module_& m) {
       nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(),
       nb::arg("grad_factors"));
   m.def(
+      "kron_set_forward_kernel", [](const std::string& name) { kron::set_forward_kernel(name); },
+      nb::arg("name"),
+      "choose the fused fp32 forward kernel for the process: \"old\", \"new\", or \"\" to read "
+      "SPARSEKERN_KRON_FWD again (A/B measurements and tests)");
+  m.def("kron_forward_kernel", []() { return kron::forward_kernel(); },
+        "the fused fp32 forward kernel in use: \"old\" or \"new\"");
+  m.def(
       "kron_describe_plan",
       [](const AnyArray& x, const nb::sequence& factors, bool backward) {
         const KronOperands o = operands(x, factors);

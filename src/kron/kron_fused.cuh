@@ -164,5 +164,8 @@ SK_KRON_DECLARE_FUSED(fused_backward_bf16)
 SK_KRON_DECLARE_FUSED(fused_backward_f32)
 SK_KRON_DECLARE_FUSED(fused_backward_f64)
 #undef SK_KRON_DECLARE_FUSED
+// Defined in kron_fast_fwd_f32.cu: the register-tile fp32 forward (kron_fast.h).
+void fast_forward_f32(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem, int device,
+                      cudaStream_t stream);
 
 }  // namespace sparsekern::kron::detail

@@ -102,6 +102,40 @@ struct FusedArgs {
   int off_scratch = 0;      ///< backward: shared-memory offset of the gradient scratch
 };
 
+/// One step (one mode t of the group, applied in the order t = nf−1 … 0) of the register-tile fused
+/// forward (kron_fast.h). Before step t a chunk is the tensor (p_0 … p_t, q_{t+1} … q_{nf−1}) in
+/// natural order, viewed as (hi, k, lo): hi < H = Π_{u<t} p_u, k < p_t, lo < s = Π_{u>t} q_u. The
+/// step is one GEMM per tile: Out(j, n) = Σ_k F_t[k, j] · B(k, n) over the tile's n = (chunk, hi, lo).
+struct FastStep {
+  const void* f = nullptr;       ///< the factor in global memory, F[i, j] at f[i·f_rs + j·f_cs]
+  long long f_rs = 0, f_cs = 0;
+  int p = 0, q = 0;
+  int qpad = 8;                  ///< columns of its shared copy: 8, 16, 32 or 64 (zero-padded)
+  int f_off = 0;                 ///< offset of that copy (floats)
+  int s = 1;                     ///< lo run length (1 for the last step, whose input is X)
+  int hs = 0;                    ///< H·s: columns n per chunk
+  FastDiv div_hs, div_s;
+  int hstride = 0;               ///< inner steps: offset between consecutive hi in the chunk buffer
+  int out_pad = 0;               ///< t ≥ 1: padding slots per p_{t−1} hi of the output (see kron_fast.h)
+  FastDiv div_pn;                ///< t ≥ 1: division by p_{t−1}
+};
+
+/// Arguments of the register-tile fused forward of a group that spans every mode (L = 1), fp32.
+struct FastArgs {
+  const float* x = nullptr; long long ldx = 0;
+  float* y = nullptr;       long long ldy = 0;
+  long long M = 0;
+  int nf = 0;
+  FastStep st[kMaxFused];
+  int chunks = 1;           ///< rows of X per tile
+  long long ntiles = 0;
+  int rb = 0;               ///< row pitch of the transposed X tile in shared memory (≡ 4 mod 32)
+  int cs = 0;               ///< chunk stride of the state buffer
+  int off_x0 = 0, off_x1 = 0, off_s = 0;  ///< shared-memory offsets (floats)
+  int nstage = 1;           ///< X tiles in flight: 2 = the next tile loads during this one
+  int vec_y = 0;            ///< 16-byte vector stores of Y allowed
+};
+
 /// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B
 /// have the operands' dtype; C has it too, or the accumulator type when `c_acc`.
 struct GemmDesc {
@@ -138,6 +172,7 @@ struct Limits {
   std::size_t smem_budget = 0;  ///< dynamic shared memory one fused block may use
   std::size_t smem_per_sm = 0;
   int num_sms = 1;
+  std::size_t smem_block_max = 0;  ///< the most one block may opt in to (one block per SM)
 };
 
 enum class SegKind { fused, gemm };
@@ -156,7 +191,29 @@ struct Segment {
   long long tiles_l = 0, ntiles = 0, grid = 0;
   // gemm only (backward): batch rows per cuBLAS call of the ∂ℓ/∂F partial products
   long long gemm_chunk = 0;
+  // fused forward through the register-tile kernel (kron_fast.h) instead of kron_tile.h's program
+  bool fast = false;
+  int fast_tile = 8;              ///< register tile fast_tile × fast_tile (8 or 4)
+  int fast_chunks = 1;            ///< rows of X per tile
+  int fast_nstage = 1;            ///< X tiles in shared memory (2: the next tile loads during this one)
+  int fast_threads = 256;         ///< threads per block (256, or 128 for 8 × 8 tiles)
 };
+
+/// Shared-memory layout of the register-tile forward for a group of modes (see kron_fast.h).
+struct FastLayout {
+  int nf = 0;
+  int qpad[kMaxFused] = {};
+  int s[kMaxFused] = {};         ///< lo run length of step t (1 for the last)
+  int hs[kMaxFused] = {};        ///< columns n per chunk of step t
+  int hstride[kMaxFused] = {};   ///< inner steps: hi stride in the state buffer
+  int pad[kMaxFused] = {};       ///< padding per hi block of the state before step t
+  int f_off[kMaxFused] = {};
+  long long out_per_chunk = 0;   ///< most outputs (with padded q) one chunk produces in a step
+  int rb = 0, cs = 0;
+  int off_x0 = 0, off_x1 = 0, off_s = 0;
+  std::size_t smem = 0;          ///< bytes
+};
+
 
 /// The kernels of a forward (or of the recompute + backward) in execution order, and where their
 /// intermediate states live in the workspace.
@@ -177,6 +234,10 @@ struct ModeDims {
   long long p = 1, q = 1;
 };
 
+/// The layout for `chunks` rows per tile and `nstage` X buffers (chunks = 0: sizes per chunk only).
+FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstage);
+
+
 /// Plans the kernels for M rows and these factor shapes on a device with `lim`.
 /// `backward` plans the recompute + backward (fused groups then hold more buffers).
 Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
@@ -192,6 +253,10 @@ class Backend {
                              Device device, Stream stream) = 0;
   virtual void fused_backward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem,
                               Device device, Stream stream) = 0;
+  /// The register-tile fp32 forward (kron_fast.h): tile × tile register tiles (8 or 4), `threads`
+  /// per block (256, or 128 with 8 × 8 tiles).
+  virtual void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem,
+                                  Device device, Stream stream) = 0;
   virtual void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math math, Workspace blas, Device device,
                     Stream stream) = 0;
   virtual void reduce(DType dtype, const ReduceDesc& r, Device device, Stream stream) = 0;

@@ -132,6 +132,43 @@ FusedArgs fused_args(const Segment& seg, const Shapes& sh, const MatrixView* fac
   return a;
 }
 
+/// Kernel arguments of the register-tile forward of `seg` (one group over every mode; pointers and
+/// vector flags filled by the caller).
+detail::FastArgs fast_args(const Segment& seg, const Shapes& sh, const MatrixView* factors) {
+  const detail::FastLayout lay = detail::fast_layout(sh.modes, seg.fast_chunks, seg.fast_nstage);
+  detail::FastArgs a;
+  a.M = sh.M;
+  a.nf = seg.count;
+  for (int t = 0; t < seg.count; ++t) {
+    detail::FastStep& st = a.st[t];
+    st.f = factors[t].data;
+    st.f_rs = factors[t].row_stride;
+    st.f_cs = factors[t].col_stride;
+    st.p = static_cast<int>(sh.modes[t].p);
+    st.q = static_cast<int>(sh.modes[t].q);
+    st.qpad = lay.qpad[t];
+    st.f_off = lay.f_off[t];
+    st.s = lay.s[t];
+    st.hs = lay.hs[t];
+    st.div_hs = detail::FastDiv(lay.hs[t]);
+    st.div_s = detail::FastDiv(lay.s[t]);
+    st.hstride = lay.hstride[t];
+    if (t >= 1) {  // its output is the state before step t − 1
+      st.out_pad = lay.pad[t - 1];
+      st.div_pn = detail::FastDiv(sh.modes[t - 1].p);
+    }
+  }
+  a.chunks = seg.fast_chunks;
+  a.ntiles = seg.ntiles;
+  a.rb = lay.rb;
+  a.cs = lay.cs;
+  a.off_x0 = lay.off_x0;
+  a.off_x1 = lay.off_x1;
+  a.off_s = lay.off_s;
+  a.nstage = seg.fast_nstage;
+  return a;
+}
+
 /// Everything one run needs besides the plan.
 struct Run {
   Backend* be = nullptr;
@@ -154,6 +191,16 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
                      long long ld_out) {
   const long long M = r.sh.M;
   if (M == 0) return;
+  if (seg.kind == SegKind::fused && seg.fast) {  // fp32, L = 1: in is X, out is Y
+    detail::FastArgs a = fast_args(seg, r.sh, r.factors);
+    a.x = static_cast<const float*>(in);
+    a.ldx = ld_in;
+    a.y = static_cast<float*>(out);
+    a.ldy = ld_out;
+    a.vec_y = vec_ok(r, out, ld_out, 4) ? 1 : 0;
+    r.be->fused_forward_fast(seg.fast_tile, seg.fast_threads, a, seg.grid, seg.smem, r.device, r.stream);
+    return;
+  }
   if (seg.kind == SegKind::fused) {
     FusedArgs a = fused_args(seg, r.sh, r.factors);
     a.x = in;
@@ -452,7 +499,11 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
     for (int k = seg.first; k < seg.first + seg.count; ++k)
       append(os, concat(k > seg.first ? " " : "", r.sh.modes[k].p, "x", r.sh.modes[k].q));
     append(os, concat("] L=", seg.L));
-    if (seg.kind == SegKind::fused) {
+    if (seg.kind == SegKind::fused && seg.fast) {
+      append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=fast regs=", seg.fast_tile, "x",
+                        seg.fast_tile, " threads=", seg.fast_threads, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage,
+                        " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));
+    } else if (seg.kind == SegKind::fused) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " max=", seg.s_max, " tile=", seg.tm, "x",
                         seg.tl, " rn=", seg.rn, " pad=", 1 << seg.sh, " smem=", seg.smem, " grid=", seg.grid));
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../common/dispatch.h"
+#include "kron_fast.h"
 #include "kron_internal.h"
 #include "kron_tile.h"
 
@@ -75,6 +76,44 @@ void run_fused(bool backward, const FusedArgs& a, long long grid, std::size_t sm
   }
 }
 
+/// HostExec for the register-tile program: one register file per emulated thread, kept across
+/// phases as the GPU keeps it across barriers.
+template <class Regs>
+struct HostExecRegs {
+  int nt = kThreads;
+  std::vector<Regs> regs;
+  explicit HostExecRegs(int threads) : nt(threads), regs(static_cast<std::size_t>(threads)) {}
+  int nthreads() const { return nt; }
+  template <class F>
+  void phase(F&& f) {
+    for (int t = 0; t < nt; ++t) f(t, regs[t]);
+  }
+  template <class F>
+  void phase_nosync(F&& f) {
+    phase(f);
+  }
+};
+
+template <int TILE>
+void run_fast(int threads, const FastArgs& a, long long grid, std::size_t smem) {
+  const std::size_t n = smem / sizeof(float) + 1;
+  const double work = static_cast<double>(a.M) * static_cast<double>(a.st[a.nf - 1].hs) * a.nf * 64.0;
+#if defined(_OPENMP)
+#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#endif
+  {
+    std::vector<float> sm(n);
+    HostExecRegs<FastRegs<TILE, TILE>> ex(threads);
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long long b = 0; b < grid; ++b) {
+      poison(sm);  // a read of anything the program did not write poisons its output
+      fast_forward_program<TILE, TILE>(a, ex, sm.data(), b, grid);
+    }
+  }
+}
+
 template <class Ops>
 void run_fused_rn(bool backward, int rn, const FusedArgs& a, long long grid, std::size_t smem) {
   if (rn == 4)
@@ -134,9 +173,10 @@ void reduce_typed(const ReduceDesc& r) {
 
 class CpuBackend final : public Backend {
  public:
-  /// The CPU plans for a virtual GPU with an H100's shared memory (so its tests cover the GPU's
-  /// grouping) and 8 SMs (few persistent blocks: small partial-sum buffers).
-  Limits limits(Device) override { return Limits{113664, 233472, 8}; }
+  /// The CPU plans for a virtual GPU with an H100's shared memory (half an SM per generic fused block,
+  /// 227 KB opt-in for a register-tile block; so its tests cover the GPU's grouping and tiles) and
+  /// 8 SMs (few persistent blocks: small partial-sum buffers, several tiles per block).
+  Limits limits(Device) override { return Limits{113664, 233472, 8, 232448}; }
 
   void fused_forward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem, Device,
                      Stream) override {
@@ -145,6 +185,13 @@ class CpuBackend final : public Backend {
   void fused_backward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem, Device,
                       Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] { run_fused_rn<HostOps<T>>(true, rn, a, grid, smem); });
+  }
+  void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem, Device,
+                          Stream) override {
+    if (tile == 4)
+      run_fast<4>(threads, a, grid, smem);
+    else
+      run_fast<8>(threads, a, grid, smem);
   }
   void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math, Workspace, Device, Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] {

@@ -115,6 +115,8 @@ class CudaBackend final : public Backend {
     lim.smem_budget = static_cast<std::size_t>(std::min(optin, per_sm / 2 - 1024));
     lim.smem_per_sm = static_cast<std::size_t>(per_sm);
     lim.num_sms = std::max(sms, 1);
+    // A register-tile forward block runs alone on its SM and may take all it can opt in to.
+    lim.smem_block_max = static_cast<std::size_t>(std::min(optin, per_sm - 1024));
     if (device.index < kMaxDevices) {
       cache_[device.index] = lim;
       known_[device.index] = true;
@@ -146,6 +148,12 @@ class CudaBackend final : public Backend {
       case DType::f64: fused_backward_f64(rn, a, grid, smem, device.index, s); return;
     }
     throw TypeMismatch("unsupported dtype");
+  }
+
+  void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem,
+                          Device device, Stream stream) override {
+    sparsekern::detail::DeviceGuard guard(device.index);
+    fast_forward_f32(tile, threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
   }
 
   void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math math, Workspace blas, Device device,

@@ -19,8 +19,29 @@
 //   tile shape (tm × tl)      → tl consecutive outer indices first (the output of a chunk is
 //                               strided by L; neighbouring l make the stores contiguous), rows after
 //   backward grid             → persistent, two blocks per SM: each block keeps one partial ∂ℓ/∂F
+//
+// fp32 forward of a product whose modes all fuse into one group (L = 1), with every q a multiple
+// of 4 (the register-tile kernel of kron_fast.h, unless SPARSEKERN_KRON_FWD=old):
+//   register tile             → 8 × 8 per thread when the tiles that fill 8 warps give every SM at
+//                               least one (≥ 4 FFMAs per loaded register: FFMA-bound);
+//                               else 4 × 4 (a quarter of the rows per tile, so that small products
+//                               such as 1024 × (32 ⊗ 32) still spread over all SMs)
+//   threads                   → 256 (8 warps); 128 (two blocks per SM, half the rows each) when
+//                               every p ≤ 16 and that still gives each block a tile: short K loops
+//                               make the in-place write-backs as costly as the arithmetic, and a
+//                               second block overlaps them (e.g. 1024 × (16 ⊗ 16 ⊗ 16), (8⊗8⊗8⊗8))
+//   rows per tile             → the most whose every step fits one tile per thread (the in-place
+//                               scheme: outputs of a step ≤ 256 × tile²), at most M
+//   X buffers                 → two (the next tile's copy overlaps this one's arithmetic) when
+//                               they fit the opt-in shared memory, else one (the copy overlaps the
+//                               steps after the last mode); rows per tile halve while neither fits
+//   grid                      → persistent: one block per SM for 8 × 8 tiles (up to 255
+//                               registers), up to two for 4 × 4 and for 128-thread 8 × 8
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <string>
 
 #include "../common/check.h"
 #include "kron_internal.h"
@@ -169,7 +190,202 @@ std::vector<Segment> choose_groups(long long M, const std::vector<ModeDims>& mod
   return groups;
 }
 
+int pow2_at_least(long long v) {
+  int r = 1;
+  while (r < v) r *= 2;
+  return r;
+}
+
+/// Whether the register-tile forward takes a product with these modes (one group, fp32 checked by
+/// the caller): 2 … kMaxFused modes, p, q ≤ 64, q a multiple of 4 (16-byte vectors of outputs).
+bool fast_eligible(const std::vector<ModeDims>& modes) {
+  const int n = static_cast<int>(modes.size());
+  if (n < 2 || n > kMaxFused) return false;
+  for (const ModeDims& d : modes)
+    if (d.p > kMaxFusedDim || d.q > kMaxFusedDim || d.q % 4 != 0) return false;
+  return true;
+}
+
+/// The forward kernel selection (see kron::set_forward_kernel): kernel −1 = not read yet, 0 = old,
+/// 1 = new; tile, rows, stages: measurement overrides of the register-tile plan (0 = the planner's).
+struct FwdSelect {
+  int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
+};
+
+std::mutex g_select_mutex;
+FwdSelect g_select;
+
+/// Parses "old", "new" or "new:tile=T,rows=R,stages=S,threads=N,grid=G" (any subset, any order).
+FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
+  auto bad = [&]() {
+    return InvalidArgument(sparsekern::detail::concat(
+        where, " must be \"old\", \"new\" or \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\"; got \"",
+        v, "\""));
+  };
+  FwdSelect sel;
+  if (v.empty() || v == "new") {
+    sel.kernel = 1;
+    return sel;
+  }
+  if (v == "old") {
+    sel.kernel = 0;
+    return sel;
+  }
+  if (v.compare(0, 4, "new:") != 0) throw bad();
+  sel.kernel = 1;
+  std::size_t pos = 4;
+  while (pos < v.size()) {
+    std::size_t end = v.find(',', pos);
+    if (end == std::string::npos) end = v.size();
+    const std::string item = v.substr(pos, end - pos);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) throw bad();
+    const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
+    char* stop = nullptr;
+    const long num = std::strtol(val.c_str(), &stop, 10);
+    if (val.empty() || *stop != '\0' || num < 1 || num > (1 << 20)) throw bad();
+    if (key == "tile" && (num == 4 || num == 8))
+      sel.tile = static_cast<int>(num);
+    else if (key == "rows")
+      sel.rows = static_cast<int>(num);
+    else if (key == "stages" && num <= 2)
+      sel.stages = static_cast<int>(num);
+    else if (key == "threads" && (num == 128 || num == 256))
+      sel.threads = static_cast<int>(num);
+    else if (key == "grid")
+      sel.grid = static_cast<int>(num);
+    else
+      throw bad();
+    pos = end + 1;
+  }
+  return sel;
+}
+
+FwdSelect forward_select() {
+  std::lock_guard<std::mutex> lock(g_select_mutex);
+  if (g_select.kernel < 0) {
+    const char* env = std::getenv("SPARSEKERN_KRON_FWD");
+    g_select = parse_forward_kernel(env != nullptr ? env : "", "SPARSEKERN_KRON_FWD");
+  }
+  return g_select;
+}
+
+/// Fills seg's fast_* fields and tile when the register-tile forward fits; false otherwise.
+bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
+               Segment& seg) {
+  if (!fast_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
+  const FastLayout per = fast_layout(modes, 0, 1);
+  if (per.out_per_chunk <= 0) return false;
+  long long max_p = 1;
+  for (const ModeDims& d : modes) max_p = std::max(max_p, d.p);
+  struct Choice {
+    bool ok = false;
+    int tile = 8, threads = kThreads, chunks = 1, nstage = 1;
+    std::size_t smem = 0;
+    long long ntiles = 0, per_sm = 1;
+  };
+  // (8, 256): one block per SM with up to 255 registers; (8, 128) and (4, 256): two blocks per SM,
+  // each with half of the SM's shared memory.
+  auto choose = [&](int tile, int threads) {
+    Choice c;
+    c.tile = tile;
+    c.threads = threads;
+    c.per_sm = tile == 8 && threads == 256 ? 1 : 2;
+    const long long cap = static_cast<long long>(threads) * tile * tile;
+    long long chunks = std::min<long long>(cap / per.out_per_chunk, M);
+    if (sel.rows > 0) chunks = std::min<long long>(chunks, sel.rows);
+    const std::size_t budget =
+        c.per_sm == 1 ? lim.smem_block_max : std::min(lim.smem_block_max, lim.smem_per_sm / 2 - 1024);
+    for (; chunks >= 1; chunks /= 2) {
+      for (int nstage = sel.stages == 1 ? 1 : 2; nstage >= 1; --nstage) {
+        const FastLayout lay = fast_layout(modes, static_cast<int>(chunks), nstage);
+        if (lay.smem <= budget) {
+          c.ok = true;
+          c.chunks = static_cast<int>(chunks);
+          c.nstage = nstage;
+          c.smem = lay.smem;
+          c.ntiles = (M + chunks - 1) / chunks;
+          return c;
+        }
+      }
+    }
+    return c;
+  };
+  Choice pick;
+  if (sel.tile != 0 || sel.threads != 0) {
+    const int tile = sel.tile != 0 ? sel.tile : 8;
+    pick = choose(tile, tile == 4 ? kThreads : (sel.threads != 0 ? sel.threads : kThreads));
+  } else {
+    pick = choose(8, kThreads);
+    if (!pick.ok || pick.ntiles < lim.num_sms) {
+      const Choice small = choose(4, kThreads);
+      if (small.ok) pick = small;
+    } else if (max_p <= 16) {
+      // Short K loops: a step's write-back (16 STS.128 per thread, no arithmetic beside it in a
+      // lone block) costs about as many shared-memory clocks as its FFMAs; two 128-thread blocks
+      // per SM overlap one's write-backs with the other's arithmetic, on tiles of half the rows.
+      const Choice half = choose(8, 128);
+      if (half.ok && half.ntiles >= 2LL * lim.num_sms) pick = half;
+    }
+  }
+  if (!pick.ok) return false;
+  seg.fast = true;
+  seg.fast_tile = pick.tile;
+  seg.fast_threads = pick.threads;
+  seg.fast_chunks = pick.chunks;
+  seg.fast_nstage = pick.nstage;
+  seg.smem = pick.smem;
+  seg.tm = pick.chunks;
+  seg.tl = 1;
+  seg.tiles_l = 1;
+  seg.ntiles = pick.ntiles;
+  const long long per_sm =
+      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (pick.smem + 1024)), 1, pick.per_sm);
+  seg.grid = std::min<long long>(pick.ntiles, per_sm * lim.num_sms);
+  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
+  return true;
+}
+
 }  // namespace
+
+FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstage) {
+  FastLayout L;
+  const int n = static_cast<int>(modes.size());
+  L.nf = n;
+  long long H[kMaxFused + 1], S[kMaxFused + 1];
+  H[0] = 1;
+  for (int t = 0; t < n; ++t) H[t + 1] = H[t] * modes[t].p;
+  S[n - 1] = 1;
+  for (int t = n - 2; t >= 0; --t) S[t] = S[t + 1] * modes[t + 1].q;
+  long long f_off = 0, cs = 0;
+  for (int t = 0; t < n; ++t) {
+    const long long p = modes[t].p, q = modes[t].q;
+    L.qpad[t] = std::max(8, pow2_at_least(q));
+    L.s[t] = static_cast<int>(S[t]);
+    L.hs[t] = static_cast<int>(H[t] * S[t]);
+    L.out_per_chunk = std::max<long long>(L.out_per_chunk, static_cast<long long>(L.qpad[t]) * H[t] * S[t]);
+    L.f_off[t] = static_cast<int>(f_off);
+    f_off += p * L.qpad[t];
+    if (t <= n - 2) {  // a state in the chunk buffer (see kron_fast.h: hstride ≡ s mod 32 when s < 32)
+      const long long blk = p * S[t];
+      L.pad[t] = (t == 0 || S[t] >= 32) ? 0 : static_cast<int>(((S[t] - blk) % 32 + 32) % 32);
+      L.hstride[t] = static_cast<int>(blk + L.pad[t]);
+      cs = std::max(cs, H[t] * (blk + L.pad[t]));
+    }
+  }
+  cs = round_up(cs, 4);
+  const long long rows = static_cast<long long>(chunks) * H[n - 1];  // columns of the last step
+  const long long rb = round_up(std::max<long long>(rows, 1), 32) + 4;
+  const long long xsize = round_up(modes[n - 1].p * rb, 4);
+  L.rb = static_cast<int>(rb);
+  L.cs = static_cast<int>(cs);
+  L.off_x0 = static_cast<int>(round_up(f_off, 4));
+  L.off_x1 = static_cast<int>(L.off_x0 + (nstage == 2 ? xsize : 0));
+  L.off_s = static_cast<int>(L.off_x1 + xsize);
+  const long long total = L.off_s + static_cast<long long>(chunks) * cs;
+  L.smem = total > (1LL << 29) ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(total) * 4;
+  return L;
+}
 
 Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
                bool backward) {
@@ -237,6 +453,11 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       seg.grid = std::min<long long>(seg.ntiles, per_sm * lim.num_sms);
     } else {
       seg.grid = std::min<long long>(seg.ntiles, 1LL << 30);
+      // One group over every mode, fp32: the register-tile kernel when selected and it fits.
+      if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
+        const FwdSelect sel = forward_select();
+        if (sel.kernel == 1) plan_fast(modes, M, lim, sel, seg);
+      }
     }
   }
 
@@ -278,3 +499,28 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
 }
 
 }  // namespace sparsekern::kron::detail
+
+namespace sparsekern::kron {
+
+void set_forward_kernel(const std::string& name) {
+  const detail::FwdSelect sel =
+      name.empty() ? detail::FwdSelect{} : detail::parse_forward_kernel(name, "the kernel name");
+  std::lock_guard<std::mutex> lock(detail::g_select_mutex);
+  detail::g_select = sel;  // kernel −1 when empty: the next plan reads the environment again
+}
+
+std::string forward_kernel() {
+  const detail::FwdSelect sel = detail::forward_select();
+  if (sel.kernel == 0) return "old";
+  if (sel.tile == 0 && sel.rows == 0 && sel.stages == 0 && sel.threads == 0 && sel.grid == 0) return "new";
+  std::string s = "new:";
+  if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
+  if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
+  if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
+  if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
+  if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
+  s.pop_back();
+  return s;
+}
+
+}  // namespace sparsekern::kron

@@ -168,6 +168,129 @@ def test_native_writes_every_output(device, dtype, batch, shapes):
 
 
 # --------------------------------------------------------------------------------------------
+# The two fused fp32 forward kernels (SPARSEKERN_KRON_FWD=old|new; kron_fast.h for "new")
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(params=["old", "new"])
+def fwd_kernel(request):
+    """Runs the test under each forward kernel; "" afterwards re-reads the environment."""
+    _C.kron_set_forward_kernel(request.param)
+    yield request.param
+    _C.kron_set_forward_kernel("")
+
+
+# Shapes of the register-tile kernel's edge paths (all one fused group, every q a multiple of 4, so
+# "new" takes them): rows not a multiple of the rows per tile, several tiles per block, odd p,
+# q padded up to 8/16/32/64 (4, 12, 20, 24), non-square, 2 to 5 factors, p = 1, a single row.
+FAST_SHAPES = [
+    (1, [(8, 8), (8, 8)]),
+    (7, [(3, 8), (5, 4), (7, 12)]),
+    (9, [(24, 24), (5, 8)]),
+    (13, [(64, 32), (64, 32)]),
+    (50, [(3, 4), (4, 4), (5, 8), (2, 4), (3, 4)]),
+    (3, [(8, 8), (64, 64)]),
+    (2, [(1, 4), (64, 64)]),
+    (33, [(16, 24), (16, 20)]),
+    (9, [(64, 4), (4, 64)]),
+    (61, [(8, 8)] * 4),
+    (37, [(16, 16)] * 3),
+    (45, [(32, 32)] * 2),
+    (19, [(64, 64)] * 2),
+    (6, [(7, 16), (3, 8), (5, 4), (2, 4)]),
+]
+
+
+def _fwd_plan(x, fs):
+    return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], False)
+
+
+@pytest.mark.parametrize("batch,shapes", FAST_SHAPES)
+def test_forward_kernels(device, fwd_kernel, batch, shapes):
+    """fp32 forward under both kernels against float64, also through strided rows of x and an output
+    whose rows are not 16-byte aligned (the register-tile kernel's scalar store path)."""
+    x, fs = _make(batch, shapes, torch.float32, device)
+    fast = "kernel=fast" in _fwd_plan(x, fs)
+    assert fast == (fwd_kernel == "new")
+    ref = _reference(x, fs)
+    assert rel_error(kron_matmul(x, fs), ref) <= _tol(torch.float32, device, 2)
+    P, Q = x.shape[1], ref.shape[1]
+    xs = randn(batch, P + 3, device=device)[:, 1:P + 1]
+    buf = torch.full((batch, Q + 1), float("nan"), device=device)
+    out = buf[:, 1:]  # row stride Q + 1, offset by 4 bytes: no 16-byte vectors
+
+    def alloc(n):  # a workspace, should a device's plan split the group
+        ws = torch.empty(n, dtype=torch.uint8, device=device)
+        return ws.data_ptr(), n, ws
+
+    _C.kron_matmul(as_dlpack(xs), [as_dlpack(f) for f in fs], as_dlpack(out), alloc)
+    assert rel_error(out, _reference(xs, fs)) <= _tol(torch.float32, device, 2)
+    assert torch.isnan(buf[:, 0]).all()  # nothing written outside the output
+
+
+@pytest.mark.parametrize("sel", ["new:tile=4", "new:threads=128", "new:rows=1", "new:rows=3,stages=1",
+                                 "new:threads=128,stages=1", "new:tile=8,rows=2,stages=2",
+                                 # a few blocks, several tiles each: the persistent loop, the next
+                                 # tile's copy into a buffer the last one read (on any GPU size)
+                                 "new:threads=256,rows=2,grid=3", "new:threads=256,rows=2,stages=1,grid=2",
+                                 "new:threads=128,rows=1,grid=3", "new:tile=4,rows=1,grid=2"])
+@pytest.mark.parametrize("batch,shapes", [(61, [(8, 8)] * 4), (37, [(16, 16)] * 3), (19, [(64, 64)] * 2),
+                                          (45, [(32, 32)] * 2), (7, [(3, 8), (5, 4), (7, 12)]),
+                                          (13, [(64, 32), (64, 32)])])
+def test_forward_fast_overrides(device, sel, batch, shapes):
+    """The measurement overrides of the register-tile plan (tile, threads, rows, stages) compute the
+    same product: every variant the GPU sweep may time is checked here."""
+    _C.kron_set_forward_kernel(sel)
+    try:
+        assert sorted(_C.kron_forward_kernel()[4:].split(",")) == sorted(sel[4:].split(","))
+        x, fs = _make(batch, shapes, torch.float32, device)
+        plan = _fwd_plan(x, fs)
+        assert "kernel=fast" in plan
+        if "threads=128" in sel:
+            assert "threads=128" in plan
+        if "stages=1" in sel:
+            assert "stages=1" in plan
+        if "grid=" in sel:
+            assert " grid=" + sel.split("grid=")[1] in plan
+        assert rel_error(kron_matmul(x, fs), _reference(x, fs)) <= _tol(torch.float32, device, 2)
+    finally:
+        _C.kron_set_forward_kernel("")
+
+
+def test_forward_kernel_choice(monkeypatch):
+    """Which products the register-tile kernel takes, and the selection's syntax and errors."""
+    _C.kron_set_forward_kernel("new")
+    try:
+        assert "kernel=fast" in _plan(1024, [(64, 64)] * 2)
+        assert "regs=8x8 threads=128" in _plan(1024, [(8, 8)] * 4)  # short K loops: two blocks per SM
+        assert "regs=8x8 threads=256" in _plan(1024, [(64, 64)] * 2)
+        assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, torch.float64)  # fp32 only
+        assert "kernel=fast" not in _plan(1024, [(8, 7), (8, 8)])  # q not a multiple of 4
+        assert "kernel=fast" not in _plan(256, [(16, 16)] * 4)  # two groups (L > 1)
+        assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, backward=True)
+        assert "stages=1" in _plan(1024, [(64, 32), (64, 32)])  # two X tiles do not fit
+    finally:
+        _C.kron_set_forward_kernel("")
+    for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile", "new:grid=-1"]:
+        with pytest.raises(ValueError, match="SPARSEKERN_KRON_FWD|kernel name"):
+            _C.kron_set_forward_kernel(bad)
+    monkeypatch.setenv("SPARSEKERN_KRON_FWD", "old")
+    _C.kron_set_forward_kernel("")  # re-read
+    try:
+        assert _C.kron_forward_kernel() == "old"
+        assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2)
+        monkeypatch.setenv("SPARSEKERN_KRON_FWD", "new:rows=2")
+        _C.kron_set_forward_kernel("")
+        assert _C.kron_forward_kernel() == "new:rows=2"
+        assert "rows=2 " in _plan(1024, [(64, 64)] * 2)
+        monkeypatch.setenv("SPARSEKERN_KRON_FWD", "bogus")
+        _C.kron_set_forward_kernel("")
+        with pytest.raises(ValueError, match="SPARSEKERN_KRON_FWD"):
+            _C.kron_forward_kernel()
+    finally:
+        monkeypatch.delenv("SPARSEKERN_KRON_FWD")
+        _C.kron_set_forward_kernel("")
+
+
+# --------------------------------------------------------------------------------------------
 # Backward
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,0 +1,436 @@
+#pragma once
+// Register-tile fused forward of one group spanning every mode (L = 1), fp32: the block program shared
+// by the CUDA kernel (kron_fast_fwd_f32.cu) and the CPU backend's emulation (kron_matmul_cpu.cpp).
+//
+// Why a second forward kernel. The generic fused forward (kron_tile.h) gives each lane its own rows
+// and a warp one 8-column group of the factor: per 32 FFMAs a thread loads 4 scalars of the state
+// and 8 factor values. Shared memory returns one 32-bit register per lane per clock per SM (uniform
+// or pairwise-equal addresses return two), so its 6 loads per 32 FFMAs keep the shared-memory pipe
+// about as busy as the FFMA pipe and the kernel runs at ~30% of the FFMA peak; its phases also wait
+// for their own global loads. This program
+//   - computes every mode as Out(j, n) = Σ_k F[k, j] · B(k, n) with 8×8 (or 4×4) register tiles,
+//     both operands loaded as 16-byte vectors whose addresses are equal in lane pairs (the lane
+//     layout below), so the pipe returns two registers per clock: 16 registers per 64 FFMAs cost
+//     8 shared-memory clocks instead of 32;
+//   - keeps one chunk buffer: a step reads it into registers, all threads meet at a barrier, then
+//     write their tiles back in place (outputs per step ≤ 256 threads × the tile), so a block holds
+//     twice the rows of a ping-pong design in the same shared memory;
+//   - loads X with 4-byte cp.async straight into the transposed layout the last mode needs (k-major,
+//     rows contiguous), one tile ahead when two tiles fit (`nstage` = 2), else during the steps after
+//     the last mode, so the global loads of tile i+1 overlap the arithmetic of tile i;
+//   - stores the first mode's (the final step's) tile from registers straight to Y: full 32-byte
+//     sectors, no staging buffer and no barrier;
+//   - runs a persistent grid (one or two blocks per SM) over tiles of `chunks` rows.
+//
+// Layouts (floats). A chunk is one row of X (L = 1). Step t reads the state T_t = (p_0 … p_t,
+// q_{t+1} … q_{nf−1}) of every chunk as B(k, n), n = (chunk c, hi, lo), and writes T_{t−1}:
+//   - X^T, the input of the last step (s = 1, n = c·H + hi): element (k, n) at k·rb + n, with
+//     rb ≡ 4 (mod 32). Reads of a fixed k walk n: contiguous. The cp.async writes of a warp cover
+//     8 consecutive k × 4 consecutive n, whose banks 4k + n (mod 32) are all different.
+//   - the state buffer: chunk c at c·cs; element e of T_t (natural order) at e + pad_t·⌊e / (p_t·s_t)⌋,
+//     i.e. consecutive hi blocks of p_t·s_t elements are hstride = p_t·s_t + pad_t apart. pad_t makes
+//     hstride ≡ s_t (mod 32) when s_t < 32, so the 16-byte vectors that one half-warp reads from
+//     neighbouring hi blocks (runs of s_t / 4 vectors) land in different bank groups
+//     (e.g. (16,16,16): s = 16, hstride 272; (8,8,8,8): s = 8, hstride 72).
+//   - factor t: p_t × qpad_t, row-major, columns past q_t zero.
+//
+// Lane layout of a warp tile (qpad × TN·LN): LJ = qpad / TM lanes along j, LN = 32 / LJ along n; a
+// thread owns j ∈ {4·jg + 4·LJ·w + u} and n ∈ {4·ln + 4·LN·v + u}. Lane bit 0 is a jg bit and bit 1
+// an ln bit, so lanes (i, i^1) load the same B vector and lanes (i, i^2) the same factor vector:
+// the two pairings under which shared memory returns two registers per lane-clock.
+//
+// The host emulation runs each phase for threads 0 … 255 in turn with one register file per thread
+// (FastRegs), so the CPU tests execute this program's index arithmetic, in-place writes and tile
+// pipeline; cp.async is a plain copy there.
+
+#include "kron_internal.h"
+#include "kron_tile.h"
+
+namespace sparsekern::kron::detail {
+
+/// Per-thread registers that survive a barrier: the accumulator tile.
+template <int TM, int TN>
+struct FastRegs {
+  float acc[TM][TN];
+};
+
+template <int V>
+struct IntC {
+  static constexpr int value = V;
+};
+
+SK_KRON_HD constexpr int ilog2c(int v) { return v <= 1 ? 0 : 1 + ilog2c(v / 2); }
+
+/// The lane's position along j (0 … LJ−1): bit 0 and bits 2… of the lane.
+template <int LJ>
+SK_KRON_FN int lane_jg(int lane) {
+  if constexpr (LJ == 1) {
+    return 0;
+  } else {
+    return (lane & 1) | (((lane >> 2) & (LJ / 2 - 1)) << 1);
+  }
+}
+
+/// The lane's position along n (0 … 32/LJ − 1): bit 1 and the bits above the jg bits.
+template <int LJ>
+SK_KRON_FN int lane_ln(int lane) {
+  if constexpr (LJ == 1) {
+    return lane;
+  } else {
+    return ((lane >> 1) & 1) | ((lane >> (1 + ilog2c(LJ))) << 1);
+  }
+}
+
+SK_KRON_FN void lds4(const float* p, float* o) {
+#if defined(__CUDA_ARCH__)
+  const float4 t = *reinterpret_cast<const float4*>(p);
+  o[0] = t.x; o[1] = t.y; o[2] = t.z; o[3] = t.w;
+#else
+  o[0] = p[0]; o[1] = p[1]; o[2] = p[2]; o[3] = p[3];
+#endif
+}
+
+// 16-byte stores in inline PTX: written as float4 assignments, NVVM split some of them into four
+// scalar stores (seen in the SASS of this file), a quarter of the store bandwidth.
+/// Shared memory.
+SK_KRON_FN void sts4(float* p, float a0, float a1, float a2, float a3) {
+#if defined(__CUDA_ARCH__)
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(s), "f"(a0), "f"(a1), "f"(a2), "f"(a3)
+               : "memory");
+#else
+  p[0] = a0; p[1] = a1; p[2] = a2; p[3] = a3;
+#endif
+}
+
+/// Global memory.
+SK_KRON_FN void stg4(float* p, float a0, float a1, float a2, float a3) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a0), "f"(a1), "f"(a2), "f"(a3)
+               : "memory");
+#else
+  p[0] = a0; p[1] = a1; p[2] = a2; p[3] = a3;
+#endif
+}
+
+/// dst ← valid ? *src : 0, asynchronously on the GPU (4-byte cp.async with zero fill).
+SK_KRON_FN void copy4_async(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+#else
+  *dst = valid ? *src : 0.0f;
+#endif
+}
+
+SK_KRON_FN void async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most N of this thread's committed copy groups are still in flight.
+template <int N>
+SK_KRON_FN void async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/// Calls f(IntC<qpad>) for the factor widths the planner allows.
+template <class F>
+SK_KRON_FN void with_qpad(int qpad, F&& f) {
+  switch (qpad) {
+    case 8: f(IntC<8>{}); break;
+    case 16: f(IntC<16>{}); break;
+    case 32: f(IntC<32>{}); break;
+    default: f(IntC<64>{}); break;
+  }
+}
+
+/// A thread's place in a step: its first j, and the first n of each of its TN/4 column vectors.
+template <int TM, int TN, int QP>
+struct FastGeo {
+  static constexpr int LJ = QP / TM;
+  static constexpr int LN = 32 / LJ;
+  static constexpr int WN = TN * LN;  // columns n per warp
+  static_assert(LJ >= 1 && LJ <= 32 && QP % (4 * LJ) == 0, "tile does not divide the factor width");
+  int j0 = 0;
+  int nv[TN / 4];
+  SK_KRON_FN explicit FastGeo(int tid) {
+    const int lane = tid & 31, warp = tid >> 5;
+    j0 = 4 * lane_jg<LJ>(lane);
+    const int n0 = warp * WN + 4 * lane_ln<LJ>(lane);
+    SK_KRON_UNROLL
+    for (int v = 0; v < TN / 4; ++v) nv[v] = n0 + v * 4 * LN;
+  }
+  /// j of accumulator row jj.
+  static SK_KRON_FN int jof(int j0, int jj) { return j0 + (jj >> 2) * 4 * LJ + (jj & 3); }
+};
+
+/// acc = Σ_k F[k, j-tile] ⊗ B(k, n-tile); b[v] points at B(0, vector v), consecutive k `bstride` apart.
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int bstride, int K,
+                         float (&acc)[TM][TN]) {
+  constexpr int LJ = FastGeo<TM, TN, QP>::LJ;
+  SK_KRON_UNROLL
+  for (int i = 0; i < TM; ++i) {
+    SK_KRON_UNROLL
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+#if defined(__CUDACC__)
+#pragma unroll 4
+#endif
+  for (int k = 0; k < K; ++k) {
+    float av[TM], bv[TN];
+    SK_KRON_UNROLL
+    for (int w = 0; w < TM / 4; ++w) lds4(fa + k * QP + w * 4 * LJ, av + 4 * w);
+    SK_KRON_UNROLL
+    for (int v = 0; v < TN / 4; ++v) lds4(b[v] + k * bstride, bv + 4 * v);
+    SK_KRON_UNROLL
+    for (int i = 0; i < TM; ++i) {
+      SK_KRON_UNROLL
+      for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
+    }
+  }
+}
+
+/// Copies every factor into shared memory as p × qpad (row-major, columns past q zero).
+SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt) {
+  for (int t = 0; t < a.nf; ++t) {
+    const FastStep& st = a.st[t];
+    const float* f = static_cast<const float*>(st.f);
+    const int sh = ilog2c(st.qpad);
+    const int total = st.p * st.qpad;
+    for (int e = tid; e < total; e += nt) {
+      const int i = e >> sh, j = e & (st.qpad - 1);
+      sm[st.f_off + e] = j < st.q ? f[i * st.f_rs + j * st.f_cs] : 0.0f;
+    }
+  }
+}
+
+/// Starts the copy of tile `tile`'s rows of X into `xt` (layout X^T, see the file comment). Rows past
+/// M are zero-filled. Thread (kk, rr) copies k ≡ kk (mod 8) of rows rr, rr + nt/8, …: a warp reads
+/// 8 consecutive elements of 4 rows (full 32-byte sectors) and writes 32 different banks.
+SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int tid, int nt) {
+  const FastStep& st = a.st[a.nf - 1];
+  const int p = st.p;
+  const int n_rows = a.chunks * st.hs;
+  const int kk = tid & 7, rstep = nt >> 3;
+  const long long m0 = tile * a.chunks;
+  // Row n = (chunk c, hi) is walked incrementally: a division per row would cost as much as the
+  // copy itself when p = 8 (one copy per row and thread).
+  int n = tid >> 3;
+  int c = st.div_hs.div(n);
+  int hi = n - c * st.hs;
+  for (; n < n_rows; n += rstep) {
+    const long long m = m0 + c;
+    const bool valid = m < a.M;
+    const float* src = a.x + (valid ? m : 0) * a.ldx + static_cast<long long>(hi) * p + kk;
+    float* dst = xt + n + kk * a.rb;
+    for (int k = kk; k < p; k += 8, src += 8, dst += 8 * a.rb) copy4_async(dst, src, valid);
+    hi += rstep;
+    while (hi >= st.hs) {
+      hi -= st.hs;
+      ++c;
+    }
+  }
+}
+
+/// The last mode (first step): B = X^T. Its output (c, hi, j) is element hi·q + j of T_{nf−2}.
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_step_last(const FastArgs& a, const float* xt, float* sbuf, const float* sm, int tid,
+                               float (&acc)[TM][TN]) {
+  using Geo = FastGeo<TM, TN, QP>;
+  const FastStep& st = a.st[a.nf - 1];
+  const Geo g(tid);
+  const int n_rows = a.chunks * st.hs;
+  const float* b[TN / 4];
+  SK_KRON_UNROLL
+  for (int v = 0; v < TN / 4; ++v) b[v] = xt + (g.nv[v] < n_rows ? g.nv[v] : 0);
+  fast_mma<TM, TN, QP>(sm + st.f_off + g.j0, b, a.rb, st.p, acc);
+  // Write back: per row n, the thread's j vectors are 4 consecutive j of one output row.
+  SK_KRON_UNROLL
+  for (int v = 0; v < TN / 4; ++v) {
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      const int n = g.nv[v] + u;
+      if (n >= n_rows) continue;
+      const int c = st.div_hs.div(n);
+      const int hi = n - c * st.hs;
+      float* row = sbuf + c * a.cs + hi * st.q + st.div_pn.div(hi) * st.out_pad;
+      SK_KRON_UNROLL
+      for (int w = 0; w < TM / 4; ++w) {
+        const int j = g.j0 + w * 4 * Geo::LJ;
+        if (j < st.q)
+          sts4(row + j, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
+              acc[4 * w + 3][4 * v + u]);
+      }
+    }
+  }
+}
+
+/// The column vectors of inner step t: B(0, n) for each of the thread's vectors (the chunk buffer's
+/// start for vectors past the tile, whose results are dropped).
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_inner_operands(const FastArgs& a, const FastStep& st, const float* sbuf,
+                                    const FastGeo<TM, TN, QP>& g, const float* (&b)[TN / 4]) {
+  const int n_cols = a.chunks * st.hs;
+  SK_KRON_UNROLL
+  for (int v = 0; v < TN / 4; ++v) {
+    const int n = g.nv[v];
+    if (n < n_cols) {
+      const int c = st.div_hs.div(n);
+      const int r = n - c * st.hs;
+      const int hi = st.div_s.div(r);
+      b[v] = sbuf + c * a.cs + hi * st.hstride + (r - hi * st.s);
+    } else {
+      b[v] = sbuf;
+    }
+  }
+}
+
+/// Inner step t (0 < t < nf−1): compute, then (after the caller's barrier) fast_write_inner.
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_step_inner(const FastArgs& a, int t, const float* sbuf, const float* sm, int tid,
+                                float (&acc)[TM][TN]) {
+  const FastStep& st = a.st[t];
+  const FastGeo<TM, TN, QP> g(tid);
+  const float* b[TN / 4];
+  fast_inner_operands<TM, TN, QP>(a, st, sbuf, g, b);
+  fast_mma<TM, TN, QP>(sm + st.f_off + g.j0, b, st.s, st.p, acc);
+}
+
+/// Writes inner step t's tile as element hi·(q·s) + j·s + lo of T_{t−1} (plus its padding).
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_write_inner(const FastArgs& a, int t, float* sbuf, int tid, const float (&acc)[TM][TN]) {
+  using Geo = FastGeo<TM, TN, QP>;
+  const FastStep& st = a.st[t];
+  const Geo g(tid);
+  const int n_cols = a.chunks * st.hs;
+  SK_KRON_UNROLL
+  for (int v = 0; v < TN / 4; ++v) {
+    const int n = g.nv[v];
+    if (n >= n_cols) continue;
+    const int c = st.div_hs.div(n);
+    const int r = n - c * st.hs;
+    const int hi = st.div_s.div(r);
+    float* base = sbuf + c * a.cs + hi * (st.q * st.s) + st.div_pn.div(hi) * st.out_pad + (r - hi * st.s);
+    SK_KRON_UNROLL
+    for (int jj = 0; jj < TM; ++jj) {
+      const int j = Geo::jof(g.j0, jj);
+      if (j < st.q)
+        sts4(base + j * st.s, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
+    }
+  }
+}
+
+/// The first mode (final step): compute and store Y[m, j·s + lo] straight from the registers.
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_step_final(const FastArgs& a, long long tile, const float* sbuf, const float* sm,
+                                int tid, float (&acc)[TM][TN]) {
+  using Geo = FastGeo<TM, TN, QP>;
+  const FastStep& st = a.st[0];  // H = 1: n = (c, lo), hs = s
+  const Geo g(tid);
+  const float* b[TN / 4];
+  fast_inner_operands<TM, TN, QP>(a, st, sbuf, g, b);
+  fast_mma<TM, TN, QP>(sm + st.f_off + g.j0, b, st.s, st.p, acc);
+  const int n_cols = a.chunks * st.hs;
+  const long long m0 = tile * a.chunks;
+  SK_KRON_UNROLL
+  for (int v = 0; v < TN / 4; ++v) {
+    const int n = g.nv[v];
+    if (n >= n_cols) continue;
+    const int c = st.div_hs.div(n);
+    const long long m = m0 + c;
+    if (m >= a.M) continue;
+    float* row = a.y + m * a.ldy + (n - c * st.hs);
+    SK_KRON_UNROLL
+    for (int jj = 0; jj < TM; ++jj) {
+      const int j = Geo::jof(g.j0, jj);
+      if (j >= st.q) continue;
+      float* o = row + static_cast<long long>(j) * st.s;
+      if (a.vec_y) {
+        stg4(o, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
+      } else {
+        o[0] = acc[jj][4 * v];
+        o[1] = acc[jj][4 * v + 1];
+        o[2] = acc[jj][4 * v + 2];
+        o[3] = acc[jj][4 * v + 3];
+      }
+    }
+  }
+}
+
+/// The block program. `Exec` provides nthreads(), phase(f) (f(tid, regs) on every thread, then a
+/// barrier) and phase_nosync(f) (no barrier after); regs is the thread's FastRegs<TM, TN>.
+template <int TM, int TN, class Exec>
+SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm, long long block,
+                                          long long grid) {
+  using Regs = FastRegs<TM, TN>;
+  const int nt = ex.nthreads();
+  const int nf = a.nf;
+  float* const x0 = sm + a.off_x0;
+  float* const x1 = sm + a.off_x1;
+  float* const sbuf = sm + a.off_s;
+  const bool two = a.nstage == 2;
+  // The factors, and the first tile's X (in flight while the factors load).
+  ex.phase([&](int tid, Regs&) {
+    if (block < a.ntiles) fast_issue_x(a, x0, block, tid, nt);
+    async_commit();
+    fast_load_factors(a, sm, tid, nt);
+  });
+  long long i = 0;
+  for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
+    const long long next = tile + grid;
+    float* const xcur = two && (i & 1) ? x1 : x0;
+    float* const xnext = two && !(i & 1) ? x1 : x0;
+    // X of this tile in shared memory; with two stages, the next tile's copy starts first (its
+    // buffer was last read by the previous tile's first step, before that step's barrier).
+    ex.phase([&](int tid, Regs&) {
+      if (two) {
+        if (next < a.ntiles) fast_issue_x(a, xnext, next, tid, nt);
+        async_commit();
+        async_wait<1>();
+      } else {
+        async_wait<0>();
+      }
+    });
+    // The last mode: X^T → registers → T_{nf−2} in the state buffer (nobody reads that buffer now:
+    // the previous tile's final step finished before the barrier above).
+    ex.phase([&](int tid, Regs& r) {
+      with_qpad(a.st[nf - 1].qpad,
+                [&](auto qp) { fast_step_last<TM, TN, decltype(qp)::value>(a, xcur, sbuf, sm, tid, r.acc); });
+    });
+    // With one stage, X is free from here on: the next tile's copy runs during the steps below.
+    bool pending = !two && next < a.ntiles;
+    for (int t = nf - 2; t >= 1; --t) {
+      const bool issue = pending;
+      ex.phase([&](int tid, Regs& r) {
+        if (issue) {
+          fast_issue_x(a, x0, next, tid, nt);
+          async_commit();
+        }
+        with_qpad(a.st[t].qpad,
+                  [&](auto qp) { fast_step_inner<TM, TN, decltype(qp)::value>(a, t, sbuf, sm, tid, r.acc); });
+      });
+      ex.phase([&](int tid, Regs& r) {
+        with_qpad(a.st[t].qpad,
+                  [&](auto qp) { fast_write_inner<TM, TN, decltype(qp)::value>(a, t, sbuf, tid, r.acc); });
+      });
+      pending = false;
+    }
+    const bool issue = pending;
+    ex.phase_nosync([&](int tid, Regs& r) {
+      if (issue) {
+        fast_issue_x(a, x0, next, tid, nt);
+        async_commit();
+      }
+      with_qpad(a.st[0].qpad,
+                [&](auto qp) { fast_step_final<TM, TN, decltype(qp)::value>(a, tile, sbuf, sm, tid, r.acc); });
+    });
+  }
+}
+
+}  // namespace sparsekern::kron::detail
