@@ -96,10 +96,12 @@ std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p);
 void matmul_backward(const MatmulBackwardParams& p, Stream stream);
 
 /// Which fused forward kernel fp32 products use when all their factors fuse into one group (every
-/// p, q ≤ 64; the register-tile kernel also needs every q to be a multiple of 4): "new" (the default:
-/// 8×8 or 4×4 register tiles, a persistent grid, cp.async prefetch of the next tile) or "old" (the
-/// generic fused kernel that every other case runs). The environment variable
-/// SPARSEKERN_KRON_FWD=old|new chooses it, read once at the first plan; set_forward_kernel overrides
+/// p, q ≤ 64; the register-tile kernel also needs every q to be a multiple of 4): "auto" (the
+/// default: the register-tile kernel where some p ≥ 32, the generic one where every p ≤ 16, as
+/// measured faster on an H200), "new" (the register-tile kernel wherever it fits: 8×8 or 4×4
+/// register tiles, a persistent grid, cp.async prefetch of the next tile) or "old" (the generic
+/// fused kernel that every other case runs). The environment variable
+/// SPARSEKERN_KRON_FWD=auto|old|new chooses it, read once at the first plan; set_forward_kernel overrides
 /// that for the process ("" reads the environment again). "new:tile=8|4,rows=N,stages=1|2,threads=256|128,
 /// grid=N" (any subset) also overrides the register-tile plan's choices where they fit (grid caps
 /// the persistent grid, so that small inputs give a block several tiles): measurement and test knobs.

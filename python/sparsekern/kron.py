@@ -11,9 +11,10 @@ custom op ``torch.ops.sparsekern.kron_matmul``, so it traces under ``torch.compi
 ``KronLinear`` is a drop-in linear layer whose weight is a Kronecker product of small factors.
 
 Forward kernel selection: float32 products whose factors all fuse into one kernel (every p, q ≤ 64,
-every q a multiple of 4) run the register-tile fused kernel by default; ``SPARSEKERN_KRON_FWD=old``
-(read once per process; ``_C.kron_set_forward_kernel`` overrides it) runs the generic fused kernel
-instead, for A/B measurements (see include/sparsekern/kron.h).
+every q a multiple of 4) run the register-tile fused kernel by default where some p ≥ 32 (where
+every p ≤ 16 it measured slower than the generic fused kernel); ``SPARSEKERN_KRON_FWD=new`` takes it
+wherever it fits and ``=old`` never (read once per process; ``_C.kron_set_forward_kernel``
+overrides it), for A/B measurements (see include/sparsekern/kron.h).
 
 Backward selection: two implementations compute the same gradients. The fused native backward
 (``_C.kron_matmul_backward``) runs the library's fused kernels; the step-wise backward

@@ -21,7 +21,8 @@
 //   backward grid             → persistent, two blocks per SM: each block keeps one partial ∂ℓ/∂F
 //
 // fp32 forward of a product whose modes all fuse into one group (L = 1), with every q a multiple
-// of 4 (the register-tile kernel of kron_fast.h, unless SPARSEKERN_KRON_FWD=old):
+// of 4 and some p ≥ 32 (the register-tile kernel of kron_fast.h; SPARSEKERN_KRON_FWD=new takes it
+// for every p, =old never; see plan_fast for the measurements behind the p ≥ 32 rule):
 //   register tile             → 8 × 8 per thread when the tiles that fill 8 warps give every SM at
 //                               least one (≥ 4 FFMAs per loaded register: FFMA-bound);
 //                               else 4 × 4 (a quarter of the rows per tile, so that small products
@@ -207,7 +208,7 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 }
 
 /// The forward kernel selection (see kron::set_forward_kernel): kernel −1 = not read yet, 0 = old,
-/// 1 = new; tile, rows, stages: measurement overrides of the register-tile plan (0 = the planner's).
+/// 1 = new (wherever eligible), 2 = auto (the default: new where it measured faster); tile, rows, stages: measurement overrides of the register-tile plan (0 = the planner's).
 struct FwdSelect {
   int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
 };
@@ -219,11 +220,15 @@ FwdSelect g_select;
 FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
-        where, " must be \"old\", \"new\" or \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\"; got \"",
+        where, " must be \"auto\", \"old\", \"new\" or \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\"; got \"",
         v, "\""));
   };
   FwdSelect sel;
-  if (v.empty() || v == "new") {
+  if (v.empty() || v == "auto") {
+    sel.kernel = 2;
+    return sel;
+  }
+  if (v == "new") {
     sel.kernel = 1;
     return sel;
   }
@@ -278,6 +283,11 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   if (per.out_per_chunk <= 0) return false;
   long long max_p = 1;
   for (const ModeDims& d : modes) max_p = std::max(max_p, d.p);
+  // auto: the register-tile kernel only where some p ≥ 32. Where every p ≤ 16 it measured slower
+  // than the chunked kernel on an H200 (kernel time, fp32: 1024 × (16⊗16⊗16) 32.1 vs 29.9 µs,
+  // 1024 × (8⊗8⊗8⊗8) 38.5 vs 29.9 µs, no plan override faster), while with p = 32 / 64 it won
+  // (1024 × (32⊗32) 10.0 vs 17.5, 1024 × (64⊗64) 42.0 vs 58.0, 4096 × (64⊗64) 157 vs 242 µs).
+  if (sel.kernel == 2 && max_p <= 16) return false;
   struct Choice {
     bool ok = false;
     int tile = 8, threads = kThreads, chunks = 1, nstage = 1;
@@ -456,7 +466,7 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       // One group over every mode, fp32: the register-tile kernel when selected and it fits.
       if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
         const FwdSelect sel = forward_select();
-        if (sel.kernel == 1) plan_fast(modes, M, lim, sel, seg);
+        if (sel.kernel >= 1) plan_fast(modes, M, lim, sel, seg);
       }
     }
   }
@@ -512,6 +522,7 @@ void set_forward_kernel(const std::string& name) {
 std::string forward_kernel() {
   const detail::FwdSelect sel = detail::forward_select();
   if (sel.kernel == 0) return "old";
+  if (sel.kernel == 2) return "auto";
   if (sel.tile == 0 && sel.rows == 0 && sel.stages == 0 && sel.threads == 0 && sel.grid == 0) return "new";
   std::string s = "new:";
   if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";

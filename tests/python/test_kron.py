@@ -269,6 +269,12 @@ def test_forward_kernel_choice(monkeypatch):
         assert "stages=1" in _plan(1024, [(64, 32), (64, 32)])  # two X tiles do not fit
     finally:
         _C.kron_set_forward_kernel("")
+    _C.kron_set_forward_kernel("")  # the default: auto
+    assert _C.kron_forward_kernel() == "auto"
+    assert "kernel=fast" in _plan(1024, [(64, 64)] * 2)
+    assert "kernel=fast" in _plan(1024, [(32, 32)] * 2)
+    assert "kernel=fast" not in _plan(1024, [(8, 8)] * 4)  # every p <= 16: measured slower
+    assert "kernel=fast" not in _plan(1024, [(16, 16)] * 3)
     for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile", "new:grid=-1"]:
         with pytest.raises(ValueError, match="SPARSEKERN_KRON_FWD|kernel name"):
             _C.kron_set_forward_kernel(bad)
