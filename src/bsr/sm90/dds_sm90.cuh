@@ -17,6 +17,9 @@
 // b / kBK k-steps of its main loop. The index sets are read by the producer warp 32 entries at a
 // time (one coalesced load per lane, then warp shuffles), keeping global-load latency off the
 // TMA issue path.
+#include <optional>
+#include <utility>
+
 #include "common.cuh"
 #include "dds_sm90.h"
 
@@ -223,40 +226,48 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
+/// The checks and TMA descriptors shared by the dds launchers (dds_launch here, gdds_launch in
+/// gdds_sm90.cuh): A (m × k) and the stored blocks, boxes of Cfg's tiles. Empty when the driver
+/// refuses a descriptor (nothing launched: the caller runs the SM80 kernel).
+template <class Cfg, bool kBKMajor>
+std::optional<std::pair<DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>> dds_tmas(const tc::TcParams& p,
+                                                                                   const char* what) {
+  using T = typename Cfg::T;
+  constexpr int kBlock = Cfg::kBN;
+  SK_EXPECTS(p.m > 0 && p.m < (std::int64_t(1) << 31) && p.a_cols > 0 && p.a_cols < (std::int64_t(1) << 31) &&
+                 p.nnz > 0 && p.nnz * kBlock < (std::int64_t(1) << 31) && !p.c_col_major,
+             what, ": unsupported problem");
+  const int m = int(p.m), k = int(p.a_cols), nnz = int(p.nnz);
+  constexpr std::uint64_t E = sizeof(T);
+  constexpr std::uint32_t kMnBox = std::min<int>(Cfg::kBN, int(128 / E));  // MN-major: one swizzle span
+  const bool a_ok = tma_encodable<T>(p.a, std::uint64_t(k), std::uint64_t(m), std::uint64_t(p.lda) * E,
+                                     Cfg::kBK, Cfg::kWgM);
+  const bool b_ok = kBKMajor ? tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
+                                                Cfg::kBK, Cfg::kBN)
+                             : tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
+                                                kMnBox, Cfg::kBK);
+  if (!a_ok || !b_ok) return std::nullopt;
+  return std::make_pair(
+      make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
+                    make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{})),
+      make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz), typename Cfg::SmemLayoutB{}(_, _, 0),
+                    make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{})));
+}
+
 template <Elem kElem, int kBlock, bool kBKMajor>
 bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
   using Cfg = DdsConfig<kElem, kBlock, kBKMajor>;
-  using TA = DdsTmaA<Cfg, kBKMajor>;
-  using TB = DdsTmaB<Cfg, kBKMajor>;
-  SK_EXPECTS(p.m > 0 && p.m < (std::int64_t(1) << 31) && p.a_cols > 0 && p.a_cols < (std::int64_t(1) << 31) &&
-                 p.nnz > 0 && p.nnz * kBlock < (std::int64_t(1) << 31) && !p.c_col_major,
-             "bsr (sm90 dds): unsupported problem");
-  const int m = int(p.m), k = int(p.a_cols), nnz = int(p.nnz);
-  {
-    using T = typename Cfg::T;
-    constexpr std::uint64_t E = sizeof(T);
-    constexpr std::uint32_t kMnBox = std::min<int>(Cfg::kBN, int(128 / E));  // MN-major: one swizzle span
-    const bool a_ok = tma_encodable<T>(p.a, std::uint64_t(k), std::uint64_t(m), std::uint64_t(p.lda) * E,
-                                       Cfg::kBK, Cfg::kWgM);
-    const bool b_ok = kBKMajor ? tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
-                                                  Cfg::kBK, Cfg::kBN)
-                               : tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
-                                                  kMnBox, Cfg::kBK);
-    if (!a_ok || !b_ok) return false;
-  }
-  TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
-                           make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{}));
-  TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz),
-                           typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
+  const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 dds)");
+  if (!tmas) return false;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
             int((p.m + Cfg::kWgM - 1) / Cfg::kWgM), n_block_cols};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * n_block_cols;
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 dds): too many tiles");
-  constexpr auto kernel = dds_kernel<Cfg, kBKMajor, TA, TB>;
+  constexpr auto kernel = dds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, m, k,
-                                                                                     nnz);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(
+      tmas->first, tmas->second, args, int(p.m), int(p.a_cols), int(p.nnz));
   SK_CUDA_CHECK_LAUNCH();
   return true;
 }

@@ -298,37 +298,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 template <Elem kElem, int kBlock, bool kBKMajor>
 bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
   using Cfg = GddsConfig<kElem, kBlock, kBKMajor>;
-  using TA = DdsTmaA<Cfg, kBKMajor>;
-  using TB = DdsTmaB<Cfg, kBKMajor>;
-  SK_EXPECTS(p.m > 0 && p.m < (std::int64_t(1) << 31) && p.a_cols > 0 && p.a_cols < (std::int64_t(1) << 31) &&
-                 p.nnz > 0 && p.nnz * kBlock < (std::int64_t(1) << 31) && !p.c_col_major,
-             "bsr (sm90 grouped dds): unsupported problem");
-  const int m = int(p.m), k = int(p.a_cols), nnz = int(p.nnz);
-  {
-    using T = typename Cfg::T;
-    constexpr std::uint64_t E = sizeof(T);
-    constexpr std::uint32_t kMnBox = std::min<int>(Cfg::kBN, int(128 / E));
-    const bool a_ok = tma_encodable<T>(p.a, std::uint64_t(k), std::uint64_t(m), std::uint64_t(p.lda) * E,
-                                       Cfg::kBK, Cfg::kWgM);
-    const bool b_ok = kBKMajor ? tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
-                                                  Cfg::kBK, Cfg::kBN)
-                               : tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
-                                                  kMnBox, Cfg::kBK);
-    if (!a_ok || !b_ok) return false;
-  }
-  TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
-                           make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{}));
-  TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz),
-                           typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
+  const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 grouped dds)");
+  if (!tmas) return false;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
                int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * ((n_block_cols + Cfg::kG - 1) / Cfg::kG);
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 grouped dds): too many tiles");
-  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, TA, TB>;
+  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, m, k,
-                                                                                     nnz);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(
+      tmas->first, tmas->second, args, int(p.m), int(p.a_cols), int(p.nnz));
   SK_CUDA_CHECK_LAUNCH();
   return true;
 }
