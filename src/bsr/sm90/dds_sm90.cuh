@@ -119,6 +119,26 @@ __device__ __forceinline__ void tile_coords(int tile, int n_cols, int& j, int& m
   j = (tile % n_cols + mt) % n_cols;
 }
 
+/// The producer's TMA views (both dds kernels): A's kWgM × kBK tiles, indexed (row tile, k tile),
+/// and the stored blocks' kBN × kBK slices, indexed (block, k step) for Bop = Sᵀ or
+/// (0, block · kKSteps + k step) for Bop = S; each paired with the shared-memory slots it fills
+/// (the last mode of sA / sB).
+template <class Cfg, bool kBKMajor, class TA, class TB, class SA, class SB>
+__device__ __forceinline__ auto dds_tma_views(const TA& tma_a, const TB& tma_b, SA& sA, SB& sB, int a_rows,
+                                              int a_cols, int nnz) {
+  constexpr int kWgM = Cfg::kWgM, kBN = Cfg::kBN, kBK = Cfg::kBK;
+  Tensor mA = tma_a.get_tma_tensor(make_shape(a_rows, a_cols));
+  Tensor gA = local_tile(mA, make_shape(Int<kWgM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mt,kt)
+  auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
+  Tensor mB = [&] {
+    if constexpr (kBKMajor) return tma_b.get_tma_tensor(make_shape(nnz * kBN, kBN));
+    else return tma_b.get_tma_tensor(make_shape(kBN, nnz * kBN));
+  }();
+  Tensor gB = local_tile(mB, make_shape(Int<kBN>{}, Int<kBK>{}), make_coord(_, _));  // (N,K,nt,kt)
+  auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB), group_modes<0, 2>(gB));
+  return cute::make_tuple(tAgA, tAsA, tBgB, tBsB);
+}
+
 template <class Cfg, bool kBKMajor, class TA, class TB>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     dds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, DdsArgs p, int a_rows,
@@ -144,17 +164,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<40>();
     const int ring = int(threadIdx.x) / 32;  // producer warp r fills ring r
     if (ring >= 2) return;
-    Tensor mA = tma_a.get_tma_tensor(make_shape(a_rows, a_cols));
-    Tensor gA = local_tile(mA, make_shape(Int<kWgM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mt,kt)
-    auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
-                                      group_modes<0, 2>(gA));
-    Tensor mB = [&] {
-      if constexpr (kBKMajor) return tma_b.get_tma_tensor(make_shape(nnz * kBN, kBN));
-      else return tma_b.get_tma_tensor(make_shape(kBN, nnz * kBN));
-    }();
-    Tensor gB = local_tile(mB, make_shape(Int<kBN>{}, Int<kBK>{}), make_coord(_, _));  // (N,K,nt,kt)
-    auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
-                                      group_modes<0, 2>(gB));
+    auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
     int parity = 0;

@@ -12,7 +12,9 @@
 // k, and each block of Bop is loaded once per 256 rows (not 128). Per k step the loads are the A
 // tile plus only the blocks that exist; the wgmma of an absent block is skipped, so no work is
 // spent on zeros. Expected traffic per useful FLOP falls by 1.2-1.9x over densities 0.1-0.5 for
-// b = 32 (more union hits at higher density) and ~1.2-1.5x for b = 64.
+// b = 32 (more union hits at higher density) and ~1.2-1.5x for b = 64. Measured (H200): faster
+// for b = 64 at d ≥ 0.25, slower for b = 32 and at low density, where the single producer warp
+// does not keep the stages full; bsr_cuda.cu's use_grouped picks it accordingly.
 //
 // Structure (shared with dds_sm90.cuh: persistent CTAs, TMA + mbarrier pipeline, wgmma from
 // swizzled shared memory): one producer warp merges the kG sorted index lists of the tile's block
@@ -153,17 +155,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       cute::prefetch_tma_descriptor(tma_a.get_tma_descriptor());
       cute::prefetch_tma_descriptor(tma_b.get_tma_descriptor());
     }
-    Tensor mA = tma_a.get_tma_tensor(make_shape(a_rows, a_cols));
-    Tensor gA = local_tile(mA, make_shape(Int<kWgM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mh,kt)
-    auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
-                                      group_modes<0, 2>(gA));
-    Tensor mB = [&] {
-      if constexpr (kBKMajor) return tma_b.get_tma_tensor(make_shape(nnz * kBN, kBN));
-      else return tma_b.get_tma_tensor(make_shape(kBN, nnz * kBN));
-    }();
-    Tensor gB = local_tile(mB, make_shape(Int<kBN>{}, Int<kBK>{}), make_coord(_, _));  // (N,K,nt,kt)
-    auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
-                                      group_modes<0, 2>(gB));
+    auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
     for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
@@ -197,8 +189,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (lane == 0) {
             const int s = state.index();
             // A volatile asm store: it stays above the arrive below (CUTLASS's barrier asm has no
-            // memory clobber, and a clobber here would make the compiler reload the producer's
-            // spilled state from local memory every step).
+            // memory clobber; a clobber here instead would also force every value the compiler
+            // keeps in memory to be reloaded after it).
             st_shared_u32(&S.mask[s], mask | (knext == INT_MAX && kk == steps - 1 ? Cfg::kLast : 0u));
             auto& full = S.full[s];
             if (mask == 0) {
