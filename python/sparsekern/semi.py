@@ -654,6 +654,12 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
                 old = next(iter(_plans))
                 _plans.pop(old)
                 _reports.pop(old, None)
+            # The compressed forms the choice did not pick: free them (a later choice of another
+            # input height that picks one rebuilds it on its first call).
+            for store, kind in ((_compressed, "lt"), (_cutlass_compressed, "cutlass")):
+                entry = store.get(id(weight))
+                if choice.kind != kind and entry is not None and entry.ref() is weight:
+                    del store[id(weight)]
     else:
         _stats["plan_cache_hits"] += 1
     if choice.kind == "dense" or backend == "cusparselt":

@@ -610,3 +610,23 @@ def test_semi_cutlass_is_a_candidate(monkeypatch):
         rows = [c for c in report["candidates"] if c.get("kind") == "cutlass"]
         assert len(rows) == sk._C.semi_cutlass_configs(), report
         assert all("error" not in r and r["rel_err"] <= sksemi._TOL for r in rows), report
+
+
+@pytest.mark.cuda
+def test_semi_cuda_keeps_only_the_chosen_compressed_form(monkeypatch):
+    """After the choice, the weight's cache holds the compressed form of the chosen backend only
+    (cuSPARSELt's or CUTLASS's; none when dense wins), and the layer stays right."""
+    monkeypatch.delenv("SPARSEKERN_SEMI_BACKEND", raising=False)
+    # Empty caches: the plan cache key holds no weight, so an earlier test's plan for the same
+    # shapes would be a hit (nothing chosen, nothing freed) and its report the last one.
+    sksemi._clear()
+    layer = sk.SemiStructuredLinear(512, 256, device="cuda", dtype=torch.float16)
+    x = randn(384, 512, dtype=torch.float16, device="cuda")
+    _check_layer(layer, x, torch.float16)
+    assert len(sksemi.search_report()) == 1
+    chosen = sksemi.search_report()[-1]["chosen"].split()[0]
+    held = {kind for store, kind in ((sksemi._compressed, "lt"), (sksemi._cutlass_compressed, "cutlass"))
+            if id(layer.weight) in store}
+    assert held == ({chosen} if chosen in ("lt", "cutlass") else set()), (chosen, held)
+    _check_layer(layer, x, torch.float16)  # the cached choice still runs
+    _check_layer(layer, randn(160, 512, dtype=torch.float16, device="cuda"), torch.float16)  # a second height
