@@ -870,14 +870,6 @@ bool bulk_rows_enabled() {
   return enabled;
 }
 
-bool even_persistent_grid() {
-  static const bool even = [] {
-    const char* v = std::getenv("SPARSEKERN_INPLACE_EVEN_GRID");
-    return v != nullptr && v[0] == '1';
-  }();
-  return even;
-}
-
 std::size_t bulk_bytes_per_block() {
   static const std::size_t bytes = [] {
     const char* v = std::getenv("SPARSEKERN_INPLACE_BULK_BYTES");

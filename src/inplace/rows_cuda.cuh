@@ -303,11 +303,6 @@ __device__ __forceinline__ A warp_allreduce(A v, Op op) {
   return v;
 }
 
-/// Diagnostic (SPARSEKERN_INPLACE_EVEN_GRID=1, read once): persistent grids of as many blocks as
-/// give every block the same number of row groups (e.g. 512 instead of 528 blocks for 16384 rows),
-/// instead of every resident slot with a ragged last round.
-bool even_persistent_grid();
-
 /// Grid of a persistent grid-stride kernel: no more blocks than fit on the device at once (each
 /// block then loops over rows instead of the hardware launching one short block per row group),
 /// and no more than the rows need.
@@ -319,12 +314,7 @@ unsigned persistent_grid(Kernel kernel, int threads, std::size_t smem_bytes, std
   SK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
   const std::int64_t resident = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1);
   const unsigned need = grid_for(rows, rows_per_block);
-  if (static_cast<std::int64_t>(need) <= resident) return need;
-  if (even_persistent_grid()) {  // diagnostic: as many blocks as give every block the same count
-    const std::int64_t per_block = (need + resident - 1) / resident;
-    return static_cast<unsigned>((need + per_block - 1) / per_block);
-  }
-  return static_cast<unsigned>(resident);
+  return static_cast<std::int64_t>(need) < resident ? need : static_cast<unsigned>(resident);
 }
 
 template <typename T> struct TypeTag { using type = T; };
