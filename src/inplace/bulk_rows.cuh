@@ -26,11 +26,20 @@ constexpr int kBulkMaxStages = 8;
 /// Bytes of row buffers each block aims to keep in its ring (stages = this / row bytes, 2..8).
 constexpr std::size_t kBulkBytesPerBlock = 24 * 1024;
 
-/// Diagnostic override of kBulkBytesPerBlock: SPARSEKERN_INPLACE_BULK_BYTES (read once per process).
-std::size_t bulk_bytes_per_block();
+/// Bytes of row buffers in the ring of a LayerNorm block-row block (norm_lean_kernel) for rows of
+/// 2049-4096 16-bit elements: 6 rows of 8 KB instead of 3. Its 128 registers per thread leave 4
+/// blocks per SM (RMSNorm: 5), so it keeps fewer rows in flight per SM at the default; on the H200
+/// (session 6, 16384 x 4096, % of the copy bandwidth, fp16 / bf16) 24 KB gave 84.1 / 84.2, 32 KB
+/// 84.5 / 84.2, 48 KB 85.5 / 85.5. RMSNorm went the other way (87.1 at 24 KB, 85.0 at 48 KB), and
+/// rows of 2048 lost with it (bf16 LayerNorm 81.6 -> 78.7), so only this case takes it.
+constexpr std::size_t kLayerNormLongRowBytesPerBlock = 48 * 1024;
 
-inline int bulk_stages(std::size_t row_bytes) {
-  const std::size_t s = bulk_bytes_per_block() / row_bytes;
+/// The ring bytes per block: `fallback` unless SPARSEKERN_INPLACE_BULK_BYTES (a diagnostic
+/// override for every block-row kernel, read once per process) is set to 512 B-1 MiB.
+std::size_t bulk_bytes_per_block(std::size_t fallback = kBulkBytesPerBlock);
+
+inline int bulk_stages(std::size_t row_bytes, std::size_t fallback = kBulkBytesPerBlock) {
+  const std::size_t s = bulk_bytes_per_block(fallback) / row_bytes;
   return s < 2 ? 2 : (s > std::size_t(kBulkMaxStages) ? kBulkMaxStages : int(s));
 }
 

@@ -754,7 +754,8 @@ bool launch_norm_bulk_as(T* x, const RowGeom& g, const NormRowOp<T, kRms, VPW, k
     // norm_lean_kernel relies on with_warp_rows' choice of VPW: more than VPW·16 words per row.
     if (kLean && (g.cols / kVec<T> <= VPW * 16 || g.cols / kVec<T> > VPW * 32)) return false;
     const std::size_t row_bytes = std::size_t(g.cols) * sizeof(T);
-    const int stages = bulk_stages(row_bytes);
+    const int stages = bulk_stages(row_bytes, kLean && !kRms && row_bytes > 4096 ? kLayerNormLongRowBytesPerBlock
+                                                                                : kBulkBytesPerBlock);
     const std::size_t head = kLean ? kNormBulkHead : (kNormBulkHead + op.shared_bytes() + 127) / 128 * 128;
     const std::size_t smem = head + std::size_t(stages) * ((row_bytes + 127) / 128 * 128);
     kernel<<<persistent_grid(kernel, W * 32, smem, g.rows, 1), W * 32, smem, stream>>>(x, g, stages, op);
@@ -870,13 +871,13 @@ bool bulk_rows_enabled() {
   return enabled;
 }
 
-std::size_t bulk_bytes_per_block() {
-  static const std::size_t bytes = [] {
+std::size_t bulk_bytes_per_block(std::size_t fallback) {
+  static const std::size_t bytes = [] {  // 0: not set
     const char* v = std::getenv("SPARSEKERN_INPLACE_BULK_BYTES");
     const long long n = v ? std::atoll(v) : 0;
-    return n >= 512 && n <= (1 << 20) ? std::size_t(n) : kBulkBytesPerBlock;
+    return n >= 512 && n <= (1 << 20) ? std::size_t(n) : std::size_t(0);
   }();
-  return bytes;
+  return bytes != 0 ? bytes : fallback;
 }
 
 void layer_norm_cuda(const NormParams& p, Stream stream) { norm_cuda<false>(p, stream); }
