@@ -165,6 +165,22 @@ def test_dds_grouped_edges(block, dtype, transpose):
         assert torch.equal(out[:, empty], bias[empty].expand(m, -1))
         out = bsr.dds(x, op)
         assert rel_error(out, ref - bias.double()) <= tol(dtype, torch.device("cuda"))
+    # Random patterns (the union of a group's columns in chunks of 32 k blocks: entries inside and
+    # past a chunk, runs that end at a chunk's edge): 100 k blocks × 9 block columns.
+    g = torch.Generator().manual_seed(block + 2 * transpose)
+    for density in (0.05, 0.3, 0.9):
+        mask = torch.rand(100, 9, generator=g) < density
+        if transpose:
+            mask = mask.t().contiguous()
+        r = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
+        r = r.with_values(randn(*r.values.shape, dtype=dtype)).to("cuda")
+        op = r.t() if transpose else r
+        x = randn(300, 100 * block, dtype=dtype, device="cuda")
+        out = bsr.dds(x, op)
+        ref = x.double() @ dense64(op)
+        for j in range(9):
+            cols = slice(j * block, (j + 1) * block)
+            assert rel_error(out[:, cols], ref[:, cols]) <= tol(dtype, torch.device("cuda")), (density, j)
 
 
 @pytest.mark.cuda

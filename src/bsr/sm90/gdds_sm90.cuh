@@ -74,15 +74,14 @@ struct GddsConfig {
   static constexpr std::size_t kSmemBytes = sizeof(Shared);
 };
 
-/// The producer's view of one block column's sorted index list: a window of 32 entries spread
-/// over the warp's lanes (lane l holds entry base + l), and the list's head.
+/// One block column's sorted index list as the producer warp sees it: a window of its next 32
+/// entries spread over the lanes (lane l holds entry pos + l: k block and value index; k = INT_MAX
+/// past the end). pos and end are warp-uniform.
 struct ListWindow {
-  int pos, end, base;  // warp-uniform
-  int k, v;            // this lane's entry of the window (k = INT_MAX past the end)
-  int head;            // indices[pos] (INT_MAX when the list is exhausted), warp-uniform
+  int pos, end;
+  int k, v;
 
   __device__ __forceinline__ void load(const std::int32_t* indices, const std::int32_t* value_index, int lane) {
-    base = pos;
     const int e = pos + lane;
     k = INT_MAX, v = 0;
     if (e < end) {
@@ -95,15 +94,16 @@ struct ListWindow {
     pos = col < n_cols ? offsets[col] : 0;
     end = col < n_cols ? offsets[col + 1] : 0;
     load(indices, value_index, lane);
-    head = __shfl_sync(0xffffffffu, k, 0);
   }
-  /// Takes the head entry (returns its value index) and moves on.
-  __device__ __forceinline__ int pop(const std::int32_t* indices, const std::int32_t* value_index, int lane) {
-    const int vi = __shfl_sync(0xffffffffu, v, pos - base);
-    ++pos;
-    if (pos - base == 32 && pos < end) load(indices, value_index, lane);
-    head = pos < end ? __shfl_sync(0xffffffffu, k, pos - base) : INT_MAX;
-    return vi;
+  /// The k blocks k0 … k0 + 31 of this list as a bit set (bit l: block k0 + l present), given
+  /// that every entry of the window is ≥ k0. They are the window's first popc(bits) entries, in
+  /// order (the list is sorted and holds each k once), so lane l's value index, when bit l is set,
+  /// is window entry popc(bits below l): returned in `vi` (any value where bit l is clear).
+  __device__ __forceinline__ std::uint32_t chunk(int k0, int lane, int& vi) const {
+    const int d = k - k0;  // ≥ 0; INT_MAX − k0 past the end
+    const std::uint32_t bits = __reduce_or_sync(0xffffffffu, d < 32 ? 1u << d : 0u);
+    vi = __shfl_sync(0xffffffffu, v, __popc(bits & ((1u << lane) - 1u)));
+    return bits;
   }
 };
 
@@ -165,56 +165,74 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       ListWindow lists[kG];
       CUTE_UNROLL
       for (int j = 0; j < kG; ++j) lists[j].start(p.offsets, p.indices, p.value_index, g * kG + j, p.n_cols, lane);
-      int kmin = INT_MAX;
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) kmin = min(kmin, lists[j].head);
+      // The union of the lists, 32 k blocks at a time: lane l takes k block k0 + l (its mask of
+      // block columns and their value indices, in registers), and the steps are issued in k order,
+      // each by the lane that holds it. No per-step shuffles: per chunk the warp does one
+      // OR-reduction and one shuffle per list, and reloads the windows (their latency is covered by
+      // the chunk's steps). A tile whose columns hold no block gets one empty step (its output is
+      // the bias).
+      bool first = true;
       while (true) {
-        std::uint32_t mask = 0;
+        int k0 = INT_MAX;
+        CUTE_UNROLL
+        for (int j = 0; j < kG; ++j) k0 = min(k0, __shfl_sync(0xffffffffu, lists[j].k, 0));
+        if (k0 == INT_MAX && !first) break;
+        const bool empty_tile = k0 == INT_MAX;  // warp-uniform
+        first = false;
+        std::uint32_t my_mask = 0;  // block columns holding k block k0 + lane
         int vi[kG];
+        bool done = true;  // every list ends within this chunk
         CUTE_UNROLL
         for (int j = 0; j < kG; ++j) {
           vi[j] = 0;
-          if (kmin != INT_MAX && lists[j].head == kmin) {
-            mask |= 1u << j;
-            vi[j] = lists[j].pop(p.indices, p.value_index, lane);
+          if (!empty_tile) {
+            const std::uint32_t bits = lists[j].chunk(k0, lane, vi[j]);
+            if ((bits >> lane) & 1u) my_mask |= 1u << j;
+            if (bits != 0) {
+              lists[j].pos += __popc(bits);
+              lists[j].load(p.indices, p.value_index, lane);  // the next window, for the next chunk
+            }
+            done = done && lists[j].pos >= lists[j].end;
           }
         }
-        int knext = INT_MAX;
-        CUTE_UNROLL
-        for (int j = 0; j < kG; ++j) knext = min(knext, lists[j].head);
-        const int steps = mask != 0 ? kKSteps : 1;
-        const int n_blocks = __popc(mask);
-        for (int kk = 0; kk < steps; ++kk) {
-          wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), tile);
-          if (lane == 0) {
-            const int s = state.index();
-            // A volatile asm store: it stays above the arrive below (CUTLASS's barrier asm has no
-            // memory clobber; a clobber here instead would also force every value the compiler
-            // keeps in memory to be reloaded after it).
-            st_shared_u32(&S.mask[s], mask | (knext == INT_MAX && kk == steps - 1 ? Cfg::kLast : 0u));
-            auto& full = S.full[s];
-            if (mask == 0) {
-              full.arrive();
-            } else {
-              full.arrive_and_expect_tx((second_half ? 2 : 1) * Cfg::kHalfBytes + n_blocks * Cfg::kBlockBytes);
-              auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
-              const int kt = kmin * kKSteps + kk;
-              copy(tma_a.with(bar), tAgA(_, 2 * mt, kt), tAsA(_, 2 * s));
-              if (second_half) copy(tma_a.with(bar), tAgA(_, 2 * mt + 1, kt), tAsA(_, 2 * s + 1));
-              CUTE_UNROLL
-              for (int j = 0; j < kG; ++j) {
-                if (mask & (1u << j)) {
-                  if constexpr (kBKMajor) copy(tma_b.with(bar), tBgB(_, vi[j], kk), tBsB(_, kG * s + j));
-                  else copy(tma_b.with(bar), tBgB(_, 0, vi[j] * kKSteps + kk), tBsB(_, kG * s + j));
+        std::uint32_t rem = empty_tile ? 1u : __ballot_sync(0xffffffffu, my_mask != 0);
+        const int steps = empty_tile ? 1 : kKSteps;  // k steps per union step
+        while (rem != 0) {
+          const int l = __ffs(rem) - 1;  // the step of k block k0 + l, issued by lane l
+          rem &= rem - 1u;
+          const bool last_step = done && rem == 0;
+          const int n_blocks = __popc(my_mask);
+          for (int kk = 0; kk < steps; ++kk) {
+            wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), tile);
+            if (lane == l) {
+              const int s = state.index();
+              // A volatile asm store: it stays above the arrive below (CUTLASS's barrier asm has
+              // no memory clobber; a clobber here instead would also force every value the
+              // compiler keeps in memory to be reloaded after it).
+              st_shared_u32(&S.mask[s], my_mask | (last_step && kk == steps - 1 ? Cfg::kLast : 0u));
+              auto& full = S.full[s];
+              if (my_mask == 0) {
+                full.arrive();
+              } else {
+                full.arrive_and_expect_tx((second_half ? 2 : 1) * Cfg::kHalfBytes + n_blocks * Cfg::kBlockBytes);
+                auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
+                const int kt = (k0 + l) * kKSteps + kk;
+                copy(tma_a.with(bar), tAgA(_, 2 * mt, kt), tAsA(_, 2 * s));
+                if (second_half) copy(tma_a.with(bar), tAgA(_, 2 * mt + 1, kt), tAsA(_, 2 * s + 1));
+                CUTE_UNROLL
+                for (int j = 0; j < kG; ++j) {
+                  if (my_mask & (1u << j)) {
+                    if constexpr (kBKMajor) copy(tma_b.with(bar), tBgB(_, vi[j], kk), tBsB(_, kG * s + j));
+                    else copy(tma_b.with(bar), tBgB(_, 0, vi[j] * kKSteps + kk), tBsB(_, kG * s + j));
+                  }
                 }
               }
             }
+            __syncwarp();
+            ++state;
           }
-          __syncwarp();
-          ++state;
         }
-        if (knext == INT_MAX) break;
-        kmin = knext;
+        if (done) break;
       }
     }
     // Retire only after the consumers released every stage (no TMA write may land after exit).
