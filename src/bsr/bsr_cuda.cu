@@ -242,17 +242,19 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 }
 
 #if SPARSEKERN_BSR_SM90A
-/// The density from which blocks of 64 take the grouped kernel by default (see use_grouped); blocks
-/// of 32 never do by default (slower at every density measured, see docs/PERF_NOTES.md).
-constexpr double kGroupedMinDensity64 = 0.2;
+/// The densities from which blocks of 64 / 32 take the grouped kernel by default (see use_grouped).
+constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4;
 
 /// Whether a 16-bit dds with blocks of 32/64 runs the grouped sm_90a kernel (sm90/gdds_sm90.cuh:
 /// 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather than the one-block-
 /// column kernel. The grouped tile loads each A tile once for every block column of its group that
 /// has a block there, which pays when those columns share k blocks, i.e. at higher density; at low
-/// density the union adds steps with a single block (measured on an H200 at 8192 × 4096 → 4096,
-/// bf16, b = 64: 267-277 vs 342 µs at d = 0.5, 166-176 vs 177 µs at 0.25, but 90-92 vs 80 µs at
-/// 0.1). SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
+/// density the union adds steps with a single block. Kernel times on an H200 (session 6, the
+/// lane-parallel union producer; bf16, 8192 × 4096 → 4096, grouped vs one block column, µs):
+///   b = 64: d = 0.05 60.9 vs 53.8, 0.1 79.5 vs 82.9, 0.25 149 vs 179, 0.5 250 vs 350;
+///   b = 32: d = 0.05 137 vs 78, 0.1 203 vs 124, 0.25 373 vs 284, 0.5 507 vs 548
+/// (b = 32 steps are 32 deep: per-step pipeline overhead dominates until most of a step's blocks
+/// are present). SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
 bool use_grouped(int b, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks) {
   static const int forced = [] {
     const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
@@ -262,7 +264,7 @@ bool use_grouped(int b, std::int64_t nnz, std::int64_t n_block_cols, std::int64_
   if (forced >= 0) return forced == 1;
   const double cells = double(n_block_cols) * double(k_blocks);
   const double density = cells > 0 ? double(nnz) / cells : 0.0;
-  return b == 64 && density >= kGroupedMinDensity64;
+  return density >= (b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
 }
 
 template <sm90::Elem kE>

@@ -37,6 +37,11 @@ class Case:
     tol: float = float("inf")
     extra: dict = dataclasses.field(default_factory=dict)  # e.g. copy_tbps, extra_mib_ours/_anchor
     host_cost: bool = False     # time per call measured on the host (launch-bound shapes)
+    # CUDA: also the device time per call of both sides (graph_time_ms: no host overhead). True:
+    # of ours/anchor themselves; a tuple (ours_with, anchor_with, ours_without, anchor_without):
+    # the difference of the two, e.g. forward + backward minus forward for a backward (a graph
+    # must capture the forward that the backward's graph nodes belong to)
+    device_time: object = False
 
 
 class Tf32:
@@ -95,6 +100,28 @@ def time_ms(fn: Callable[[], object], device: torch.device, *, warmup_ms: float 
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 20) -> float:
+    """Device time per call in milliseconds: `calls` calls captured into one CUDA graph, whose
+    replays are timed (time_ms); the host's per-call work (Python, argument checks, launches) is
+    then off the clock, and what remains is the kernels and the gaps between them. Used next to
+    time_ms for ops whose eager time is mostly host time."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph wants
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream(device).wait_stream(side)
+    _sync(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    try:
+        return time_ms(graph.replay, device) / calls
+    finally:
+        del graph
 
 
 def host_time_us(fn: Callable[[], object], device: torch.device, calls: int = 500) -> float:
@@ -196,6 +223,17 @@ def _measure(c: Case, row: dict, device: torch.device) -> None:
         t2o, t2a = time_ms(c.ours, device), time_ms(c.anchor, device)
         t_ours, t_anchor = min(t1o, t2o), min(t1a, t2a)
         row.update(metric="ms", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
+        if c.device_time and device.type == "cuda":
+            try:
+                if isinstance(c.device_time, tuple):
+                    fo, fa, so, sa = c.device_time
+                    d_ours = graph_time_ms(fo, device) - graph_time_ms(so, device)
+                    d_anchor = graph_time_ms(fa, device) - graph_time_ms(sa, device)
+                else:
+                    d_ours, d_anchor = graph_time_ms(c.ours, device), graph_time_ms(c.anchor, device)
+                row.update(device_ms_ours=d_ours, device_ms_anchor=d_anchor, device_ratio=d_ours / d_anchor)
+            except Exception as e:  # noqa: BLE001 - a capture failure loses this column, not the row
+                row["device_ms_error"] = f"{type(e).__name__}: {e}"
         if c.flops:
             row["tflops_ours"] = c.flops / t_ours / 1e9
             row["tflops_anchor"] = c.flops / t_anchor / 1e9

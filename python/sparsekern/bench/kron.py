@@ -3,7 +3,10 @@ reshape, matmul, transpose), forward and backward (all gradients), fp32 with TF3
 
 The full grid is issue 5's target table. Each row carries the roofline of its case,
 max(FLOPs / fp32 peak, minimal bytes / copy bandwidth), with both ceilings measured on this device
-in the same run (a large TF32-off SGEMM and a large copy), and the execution plan used.
+in the same run (a large TF32-off SGEMM and a large copy), and the execution plan used. On CUDA
+each row also carries the device time per call of both sides (device_ms_ours / device_ms_anchor:
+calls replayed from a CUDA graph, without the host's per-call work, which dominates the eager time
+of the small cases; a backward's is forward + backward minus forward).
 """
 from __future__ import annotations
 
@@ -72,7 +75,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
                         mode.wrap(lambda x=x, fs=fs: kron_matmul(x, fs)),
                         mode.wrap(lambda x=x, fs=fs: kron_reference(x, fs)),
                         anchor_name="torch per factor (v2)", flops=flops, bytes=nbytes,
-                        verify=verify_fwd, tol=tol, extra=dict(extra)))
+                        verify=verify_fwd, tol=tol, extra=dict(extra), device_time=True))
 
         # Backward: ∂ℓ/∂x and every ∂ℓ/∂F from a graph built once (the forward is not timed).
         xg = x.clone().requires_grad_()
@@ -94,7 +97,12 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         bextra = dict(extra, plan=_plan(x, fs, True))
         if ceil is not None:  # the backward does about twice the forward's arithmetic and traffic
             bextra["roofline_ms"] = 2 * extra["roofline_ms"]
+        def fwd_bwd(f, xg=xg, fg=fg, gy=gy):  # graph-capturable: the forward in the same graph
+            return lambda: torch.autograd.grad(f(xg, fg), [xg, *fg], gy)
+
+        dev_t = (mode.wrap(fwd_bwd(kron_matmul)), mode.wrap(fwd_bwd(kron_reference)),
+                 mode.wrap(lambda: kron_matmul(xg, fg)), mode.wrap(lambda: kron_reference(xg, fg)))
         out.append(Case("kron", "kron_matmul bwd", shape, "fp32", mode.wrap(bwd(y_ours)), mode.wrap(bwd(y_ref)),
                         anchor_name="torch per factor (v2)", flops=2 * flops, bytes=2 * nbytes,
-                        verify=verify_bwd, tol=4 * tol, extra=bextra))
+                        verify=verify_bwd, tol=4 * tol, extra=bextra, device_time=dev_t))
     return out
