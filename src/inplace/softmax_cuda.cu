@@ -7,7 +7,6 @@
 // instantiating the tile table for it would double the compile time for no target.
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 #include "rows_cuda.cuh"
@@ -125,19 +124,6 @@ __global__ void __launch_bounds__(kStridedThreads) softmax_strided_kernel(T* x, 
 // 74% of the copy bandwidth and (64,1024,1032) at 55%, against 83-86% for the row-tile kernel
 // below (tools/diag/run5.sh, 2026-11-22). The backward keeps its warp rows (89-90% vs 83%).
 
-/// Diagnostic (session 6): SPARSEKERN_SOFTMAX_TILE=TPRxN (read once) runs the forward row tile of
-/// TPR threads × N elements per row for rows of 257-512 elements instead of with_row_tile's 32 x 16:
-/// 8x64, 16x32 or 64x8. Returns TPR (0: unset or not one of these).
-int softmax_tile_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("SPARSEKERN_SOFTMAX_TILE");
-    int tpr = 0, n = 0;
-    if (e == nullptr || std::sscanf(e, "%dx%d", &tpr, &n) != 2 || tpr * n != 512) return 0;
-    return tpr == 8 || tpr == 16 || tpr == 64 ? tpr : 0;
-  }();
-  return v;
-}
-
 template <typename T>
 void launch_softmax(const SoftmaxParams& p, cudaStream_t stream) {
   const RowGeom g = geom_of(p.x);
@@ -149,20 +135,6 @@ void launch_softmax(const SoftmaxParams& p, cudaStream_t stream) {
   const bool aligned = rows_aligned<T>(p.x);
   bool tiled = false;
   if constexpr (!std::is_same_v<T, double>) {
-    if (g.cols > 256 && g.cols <= 512) {
-      const auto run = [&](auto tpr) {
-        constexpr int TPR = decltype(tpr)::value, N = 512 / TPR, B = block_threads<TPR>();
-        softmax_tile_kernel<T, TPR, N><<<grid_for(g.rows, B / TPR), B, 0, stream>>>(x, g, aligned);
-        tiled = true;
-      };
-      switch (softmax_tile_variant()) {
-        case 8: run(std::integral_constant<int, 8>{}); break;
-        case 16: run(std::integral_constant<int, 16>{}); break;
-        case 64: run(std::integral_constant<int, 64>{}); break;
-        default: break;
-      }
-      if (tiled) return;
-    }
     tiled = with_row_tile(g.cols, [&](auto tpr, auto n) {
       constexpr int TPR = decltype(tpr)::value, N = decltype(n)::value, B = block_threads<TPR>();
       softmax_tile_kernel<T, TPR, N><<<grid_for(g.rows, B / TPR), B, 0, stream>>>(x, g, aligned);
