@@ -37,11 +37,8 @@ class Case:
     tol: float = float("inf")
     extra: dict = dataclasses.field(default_factory=dict)  # e.g. copy_tbps, extra_mib_ours/_anchor
     host_cost: bool = False     # time per call measured on the host (launch-bound shapes)
-    # CUDA: also the device time per call of both sides (graph_time_ms: no host overhead). True:
-    # of ours/anchor themselves; a tuple (ours_with, anchor_with, ours_without, anchor_without):
-    # the difference of the two, e.g. forward + backward minus forward for a backward (a graph
-    # must capture the forward that the backward's graph nodes belong to)
-    device_time: object = False
+    # CUDA: also the device time per call of both sides (graph_time_ms: no host overhead)
+    device_time: bool = False
 
 
 class Tf32:
@@ -114,10 +111,19 @@ def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 2
             fn()
     torch.cuda.current_stream(device).wait_stream(side)
     _sync(device)
+    import gc
+
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+    # The collector stays off during capture (an object it frees could make a CUDA call that the
+    # capture forbids), and unsafe calls only count from this thread ("thread_local").
+    gc.collect()
+    gc.disable()
+    try:
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            for _ in range(calls):
+                fn()
+    finally:
+        gc.enable()
     try:
         return time_ms(graph.replay, device) / calls
     finally:
@@ -225,12 +231,7 @@ def _measure(c: Case, row: dict, device: torch.device) -> None:
         row.update(metric="ms", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
         if c.device_time and device.type == "cuda":
             try:
-                if isinstance(c.device_time, tuple):
-                    fo, fa, so, sa = c.device_time
-                    d_ours = graph_time_ms(fo, device) - graph_time_ms(so, device)
-                    d_anchor = graph_time_ms(fa, device) - graph_time_ms(sa, device)
-                else:
-                    d_ours, d_anchor = graph_time_ms(c.ours, device), graph_time_ms(c.anchor, device)
+                d_ours, d_anchor = graph_time_ms(c.ours, device), graph_time_ms(c.anchor, device)
                 row.update(device_ms_ours=d_ours, device_ms_anchor=d_anchor, device_ratio=d_ours / d_anchor)
             except Exception as e:  # noqa: BLE001 - a capture failure loses this column, not the row
                 row["device_ms_error"] = f"{type(e).__name__}: {e}"

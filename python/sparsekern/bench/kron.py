@@ -6,7 +6,9 @@ max(FLOPs / fp32 peak, minimal bytes / copy bandwidth), with both ceilings measu
 in the same run (a large TF32-off SGEMM and a large copy), and the execution plan used. On CUDA
 each row also carries the device time per call of both sides (device_ms_ours / device_ms_anchor:
 calls replayed from a CUDA graph, without the host's per-call work, which dominates the eager time
-of the small cases; a backward's is forward + backward minus forward).
+of the small cases). Forward rows only: capturing forward + backward inside this bench failed on
+the H200 (cudaErrorStreamCaptureInvalidated, session 6) although the same captures succeed in
+tools/diag/kron_capture.py; not yet explained.
 """
 from __future__ import annotations
 
@@ -97,12 +99,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         bextra = dict(extra, plan=_plan(x, fs, True))
         if ceil is not None:  # the backward does about twice the forward's arithmetic and traffic
             bextra["roofline_ms"] = 2 * extra["roofline_ms"]
-        def fwd_bwd(f, xg=xg, fg=fg, gy=gy):  # graph-capturable: the forward in the same graph
-            return lambda: torch.autograd.grad(f(xg, fg), [xg, *fg], gy)
-
-        dev_t = (mode.wrap(fwd_bwd(kron_matmul)), mode.wrap(fwd_bwd(kron_reference)),
-                 mode.wrap(lambda: kron_matmul(xg, fg)), mode.wrap(lambda: kron_reference(xg, fg)))
         out.append(Case("kron", "kron_matmul bwd", shape, "fp32", mode.wrap(bwd(y_ours)), mode.wrap(bwd(y_ref)),
                         anchor_name="torch per factor (v2)", flops=2 * flops, bytes=2 * nbytes,
-                        verify=verify_bwd, tol=4 * tol, extra=bextra, device_time=dev_t))
+                        verify=verify_bwd, tol=4 * tol, extra=bextra))
     return out
