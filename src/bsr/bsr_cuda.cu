@@ -245,7 +245,7 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 /// The densities from which blocks of 64 / 32 take the grouped kernel by default (see use_grouped).
 constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4;
 
-/// Whether a 16-bit dds with blocks of 32/64 runs the grouped sm_90a kernel (sm90/gdds_sm90.cuh:
+/// Whether a dds with blocks of 32/64 (16-bit) or 64 (tf32) runs the grouped sm_90a kernel (sm90/gdds_sm90.cuh:
 /// 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather than the one-block-
 /// column kernel. The grouped tile loads each A tile once for every block column of its group that
 /// has a block there, which pays when those columns share k blocks, i.e. at higher density; at low
@@ -285,6 +285,8 @@ bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void
 bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
 #if SPARSEKERN_BSR_SM90A
   if (dtype == DType::f32) {  // tf32: Bop = Sᵀ, b ∈ {64, 128} (checked by the caller)
+    if (b == 64 && use_grouped(64, t.nnz, nb, t.a_cols / b))
+      return sm90::gdds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream);
     return b == 64 ? sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
                    : sm90::dds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
   }

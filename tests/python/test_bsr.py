@@ -184,6 +184,21 @@ def test_dds_grouped_edges(block, dtype, transpose):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
+def test_dds_grouped_edges_tf32(transpose):
+    """The same cases in fp32 with TF32 allowed: blocks of 64 with Bop = Sᵀ take the grouped kernel's
+    tf32 instantiation (Bop = S runs the SM80 kernel: wgmma reads tf32 K-major only)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        test_dds_grouped_edges(64, torch.float32, transpose)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("grouped", ["1", "0"])
 def test_dds_grouped_edges_each_kernel(grouped):
     """SPARSEKERN_BSR_GROUPED=1 / 0 (read once per process) forces the grouped sm_90a kernel or the
@@ -199,6 +214,8 @@ def test_dds_grouped_edges_each_kernel(grouped):
         "    for dt in (torch.float16, torch.bfloat16):\n"
         "        for tr in (False, True):\n"
         "            t.test_dds_grouped_edges(b, dt, tr)\n"
+        "for tr in (False, True):\n"
+        "    t.test_dds_grouped_edges_tf32(tr)\n"
         "print('ok')\n" % str(__import__("pathlib").Path(__file__).parent))
     out = run_python(code, timeout=300, SPARSEKERN_BSR_GROUPED=grouped)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]

@@ -24,7 +24,11 @@ def fmt(ks):
     return "; ".join(f"{k} {v:.1f}" for k, v in sorted(ks.items(), key=lambda kv: -kv[1]))
 
 
-dtypes = [torch.bfloat16] if len(sys.argv) < 2 else [getattr(torch, a) for a in sys.argv[1:]]
+# Arguments: torch dtype names, or "tf32" (float32 with TF32 allowed, for dense and ours alike).
+if "tf32" in sys.argv[1:]:
+    torch.backends.cuda.matmul.allow_tf32 = True
+dtypes = [torch.bfloat16] if len(sys.argv) < 2 else [torch.float32 if a == "tf32" else getattr(torch, a)
+                                                     for a in sys.argv[1:]]
 for dtype in dtypes:
     x = torch.randn(8192, 4096, device=dev, dtype=dtype)
     w = torch.randn(4096, 4096, device=dev, dtype=dtype)

@@ -1,6 +1,7 @@
 #pragma once
-// Block-sparse dds on Hopper for blocks of 32 and 64 (16-bit): C = A · Bop (+ bias), A dense
-// (m × k, K-major), Bop block-sparse, with output tiles that span several block columns.
+// Block-sparse dds on Hopper for blocks of 32 and 64 (16-bit; tf32 with blocks of 64 and Bop = Sᵀ):
+// C = A · Bop (+ bias), A dense (m × k, K-major), Bop block-sparse, with output tiles that span
+// several block columns.
 //
 // Why: dds_sm90.cuh gives each consumer a tile of one block column (256 × 32 or 128 × 64). A
 // block b × b multiplies a b-wide slice of A, so every A tile loaded into shared memory serves
@@ -36,6 +37,8 @@ template <Elem kElem, int kBlock, bool kBKMajor>
 struct GddsConfig {
   using T = typename ElemT<kElem>::type;
   static_assert(kBlock == 32 || kBlock == 64, "grouped dds: blocks of 32 or 64");
+  static_assert(kElem != Elem::tf32 || (kBlock == 64 && kBKMajor),
+                "grouped dds, tf32: blocks of 64 and Bop = Sᵀ (wgmma reads tf32 K-major only)");
   static constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
   static constexpr int kBN = kBlock;    // one MMA N extent = one block column
   static constexpr int kG = 128 / kBlock;  // block columns per tile: 128 output columns
