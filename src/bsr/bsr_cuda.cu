@@ -243,7 +243,7 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 
 #if SPARSEKERN_BSR_SM90A
 /// The densities from which blocks of 64 / 32 take the grouped kernel by default (see use_grouped).
-constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4;
+constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4, kGroupedMinDensityTf32 = 0.2;
 
 /// Whether a dds with blocks of 32/64 (16-bit) or 64 (tf32) runs the grouped sm_90a kernel (sm90/gdds_sm90.cuh:
 /// 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather than the one-block-
@@ -254,8 +254,10 @@ constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4;
 ///   b = 64: d = 0.05 60.9 vs 53.8, 0.1 79.5 vs 82.9, 0.25 149 vs 179, 0.5 250 vs 350;
 ///   b = 32: d = 0.05 137 vs 78, 0.1 203 vs 124, 0.25 373 vs 284, 0.5 507 vs 548
 /// (b = 32 steps are 32 deep: per-step pipeline overhead dominates until most of a step's blocks
-/// are present). SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
-bool use_grouped(int b, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks) {
+/// are present); tf32, b = 64 (Bop = Sᵀ): d = 0.05 179 vs 134, 0.1 226 vs 179, 0.25 368 vs 378,
+/// 0.5 571 vs 731 (twice the bytes per A tile: the union's single-block steps cost more).
+/// SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
+bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks) {
   static const int forced = [] {
     const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
     return v == nullptr || *v == '\0' ? -1 : std::strcmp(v, "0") == 0 ? 0 : 1;
@@ -264,12 +266,12 @@ bool use_grouped(int b, std::int64_t nnz, std::int64_t n_block_cols, std::int64_
   if (forced >= 0) return forced == 1;
   const double cells = double(n_block_cols) * double(k_blocks);
   const double density = cells > 0 ? double(nnz) / cells : 0.0;
-  return density >= (b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
+  return density >= (tf32 ? kGroupedMinDensityTf32 : b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
 }
 
 template <sm90::Elem kE>
 bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
-  if (use_grouped(b, t.nnz, nb, t.a_cols / b)) {  // tiles of several block columns
+  if (use_grouped(b, false, t.nnz, nb, t.a_cols / b)) {  // tiles of several block columns
     if (b == 32) return bt ? sm90::gdds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 32, false>(t, nb, sms, stream);
     return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
   }
@@ -285,7 +287,7 @@ bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void
 bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
 #if SPARSEKERN_BSR_SM90A
   if (dtype == DType::f32) {  // tf32: Bop = Sᵀ, b ∈ {64, 128} (checked by the caller)
-    if (b == 64 && use_grouped(64, t.nnz, nb, t.a_cols / b))
+    if (b == 64 && use_grouped(64, true, t.nnz, nb, t.a_cols / b))
       return sm90::gdds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream);
     return b == 64 ? sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
                    : sm90::dds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
