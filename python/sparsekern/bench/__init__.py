@@ -111,23 +111,11 @@ def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 2
             fn()
     torch.cuda.current_stream(device).wait_stream(side)
     _sync(device)
-    import gc
-
     graph = torch.cuda.CUDAGraph()
-    # The collector stays off during capture (an object it frees could make a CUDA call that the
-    # capture forbids), and unsafe calls only count from this thread ("thread_local").
-    gc.collect()
-    gc.disable()
-    try:
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for _ in range(calls):
-                fn()
-    finally:
-        gc.enable()
-    try:
-        return time_ms(graph.replay, device) / calls
-    finally:
-        del graph
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return time_ms(graph.replay, device) / calls
 
 
 def host_time_us(fn: Callable[[], object], device: torch.device, calls: int = 500) -> float:
