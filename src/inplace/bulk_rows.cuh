@@ -36,9 +36,9 @@ constexpr std::size_t kLayerNormLongRowBytesPerBlock = 48 * 1024;
 
 /// The ring bytes per block: `fallback` unless SPARSEKERN_INPLACE_BULK_BYTES (a diagnostic
 /// override for every block-row kernel, read once per process) is set to 512 B-1 MiB.
-std::size_t bulk_bytes_per_block(std::size_t fallback = kBulkBytesPerBlock);
+std::size_t bulk_bytes_per_block(std::size_t fallback);
 
-inline int bulk_stages(std::size_t row_bytes, std::size_t fallback = kBulkBytesPerBlock) {
+inline int bulk_stages(std::size_t row_bytes, std::size_t fallback) {
   const std::size_t s = bulk_bytes_per_block(fallback) / row_bytes;
   return s < 2 ? 2 : (s > std::size_t(kBulkMaxStages) ? kBulkMaxStages : int(s));
 }
