@@ -39,6 +39,13 @@ class Case:
     host_cost: bool = False     # time per call measured on the host (launch-bound shapes)
     # CUDA: also the device time per call of both sides (graph_time_ms: no host overhead)
     device_time: bool = False
+    # For device_time: the callables to capture instead of ours/anchor, and the stream to capture
+    # on. Backward rows need both: autograd runs each backward op on the stream of its forward op,
+    # so the graph whose backward is captured must have been built on the capture stream (a
+    # forward built on the default stream puts the backward there, outside the capture, and the
+    # capture is invalidated).
+    device_fns: Optional[tuple] = None
+    graph_stream: Optional[object] = None
 
 
 class Tf32:
@@ -99,12 +106,13 @@ def time_ms(fn: Callable[[], object], device: torch.device, *, warmup_ms: float 
     return statistics.median(times)
 
 
-def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 20) -> float:
+def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 20, stream=None) -> float:
     """Device time per call in milliseconds: `calls` calls captured into one CUDA graph, whose
     replays are timed (time_ms); the host's per-call work (Python, argument checks, launches) is
     then off the clock, and what remains is the kernels and the gaps between them. Used next to
-    time_ms for ops whose eager time is mostly host time."""
-    side = torch.cuda.Stream(device)
+    time_ms for ops whose eager time is mostly host time. `stream`: warm up and capture on this
+    stream (default: a new one for the warm-up, torch's capture stream for the capture)."""
+    side = stream if stream is not None else torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph wants
         for _ in range(3):
@@ -112,7 +120,7 @@ def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 2
     torch.cuda.current_stream(device).wait_stream(side)
     _sync(device)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=stream):
         for _ in range(calls):
             fn()
     return time_ms(graph.replay, device) / calls
@@ -219,7 +227,9 @@ def _measure(c: Case, row: dict, device: torch.device) -> None:
         row.update(metric="ms", ours=t_ours, anchor_time=t_anchor, ratio=t_ours / t_anchor)
         if c.device_time and device.type == "cuda":
             try:
-                d_ours, d_anchor = graph_time_ms(c.ours, device), graph_time_ms(c.anchor, device)
+                f_ours, f_anchor = c.device_fns or (c.ours, c.anchor)
+                d_ours = graph_time_ms(f_ours, device, stream=c.graph_stream)
+                d_anchor = graph_time_ms(f_anchor, device, stream=c.graph_stream)
                 row.update(device_ms_ours=d_ours, device_ms_anchor=d_anchor, device_ratio=d_ours / d_anchor)
             except Exception as e:  # noqa: BLE001 - a capture failure loses this column, not the row
                 row["device_ms_error"] = f"{type(e).__name__}: {e}"

@@ -171,12 +171,12 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
                 t = cell.get()
                 return stk.ops.dds(t["x"], t["w_stk"].t()) + t["bias"]
 
-            def verify_stk(cell=cell):
+            def verify_stk(cell=cell, stk_fwd=stk_fwd):  # bound now: a bare name would see the last cell's
                 t = cell.get()
                 if t["w_stk"] is None:
                     return float("inf")
                 with torch.no_grad():
-                    return rel_error(stk_fwd(), t["layer"](t["x"]).double())
+                    return rel_error(stk_fwd(cell), t["layer"](t["x"]).double())
 
             out.append(Case("bsr", "linear fwd", shape, label, mode(ours), stk_fwd, anchor_name="stk dds",
                             flops=useful, verify=verify_stk, tol=2 * tol, extra=dict(extra, bench="fwd_stk")))
@@ -193,7 +193,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
                 t["y_dense"] = F.linear(t["xg"], t["wg"], t["bias"])
             return torch.autograd.grad(t["y_dense"], (t["xg"], t["wg"]), t["go"], retain_graph=True)
 
-        def verify_bwd(cell=cell, mode=mode):
+        def verify_bwd(cell=cell, mode=mode, ours_bwd=ours_bwd):
             t = cell.get()
             gx, gw = mode(lambda: ours_bwd(cell))()
             go = t["go"].double()
