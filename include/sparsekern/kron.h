@@ -61,7 +61,19 @@ struct MatmulParams {
   dense::Fp32Math fp32_math = dense::Fp32Math::ieee;  ///< whether cuBLAS steps may use TF32 for f32
   Workspace workspace{};                ///< at least matmul_workspace_size(*this) bytes on `device`
   Workspace blas_workspace{};           ///< optional cuBLAS workspace (see dense::gemm_workspace_size)
+  /// Optional (data == nullptr: not kept): a buffer of matmul_saved_states_size(*this) bytes in
+  /// which matmul() keeps the intermediate states between its kernels, for a later
+  /// matmul_backward() of the same operands to read instead of recomputing them (the training
+  /// forward: an activation-sized buffer held until the backward, one recompute pass saved).
+  /// With it, matmul() needs no `workspace`.
+  Workspace saved_states{};
 };
+
+/// Bytes of `saved_states` for these shapes, dtype and device: the intermediate states that
+/// matmul_backward() would recompute. 0 when there is nothing to keep: one kernel group (no
+/// intermediate state), or a backward whose groups differ from the forward's (it then recomputes
+/// its own). Data pointers are not read.
+std::size_t matmul_saved_states_size(const MatmulParams& p);
 
 /// Bytes of `workspace` that matmul() needs for these shapes, dtype and device (0 when every
 /// factor fits in one fused group). Data pointers are not read.
@@ -86,9 +98,15 @@ struct MatmulBackwardParams {
   dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
   Workspace workspace{};                ///< at least matmul_backward_workspace_size(*this) bytes
   Workspace blas_workspace{};
+  /// Optional: the `saved_states` buffer of a matmul() of the same x and factors (on the same
+  /// stream, or ordered before this call), at least matmul_saved_states_size bytes (checked against
+  /// `saved_states.bytes`); the backward then reads the intermediate states from it instead of
+  /// recomputing them, and needs that much less `workspace`. Ignored (recompute) where
+  /// matmul_saved_states_size is 0.
+  Workspace saved_states{};
 };
 
-/// Bytes of `workspace` that matmul_backward() needs (depends on which gradients are wanted).
+/// Bytes of `workspace` that matmul_backward() needs (less with `saved_states`).
 std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p);
 
 /// Validates `p` and computes the wanted gradients (each written in full, with no accumulation

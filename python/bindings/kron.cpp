@@ -124,19 +124,29 @@ void register_kron(nb::module_& m) {
   m.def(
       "kron_matmul",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out, const nb::object& alloc,
-         std::uintptr_t blas_ptr, std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream) {
+         std::uintptr_t blas_ptr, std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream,
+         const nb::object& save) -> nb::object {
         const KronOperands o = operands(x, factors);
         kron::MatmulParams p = forward_params(o, out, allow_tf32, raw_workspace(blas_ptr, blas_bytes));
+        Allocation saved;
+        if (!save.is_none()) {
+          saved = allocate(save, kron::matmul_saved_states_size(p));
+          p.saved_states = saved.ws;
+        }
         const Allocation ws = allocate(alloc, kron::matmul_workspace_size(p));
         p.workspace = ws.ws;
         kron::matmul(p, as_stream(stream));
+        return saved.owner.is_valid() ? saved.owner : nb::none();
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("out"), nb::arg("alloc") = nb::none(),
       nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
-      nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
+      nb::arg("allow_tf32") = false, nb::arg("stream") = 0, nb::arg("save") = nb::none(),
       "out ← x · (factors[0] ⊗ … ⊗ factors[n−1]); x (M, P), out (M, Q). When the op needs a "
       "workspace, `alloc(nbytes)` returns (pointer, bytes, owner) of a buffer on the operands' "
-      "device; the blas workspace is cuBLAS scratch for steps with large factors");
+      "device; the blas workspace is cuBLAS scratch for steps with large factors. With `save` (an "
+      "allocator like `alloc`), the intermediate states the backward would recompute are kept in a "
+      "buffer from it, whose (pointer, bytes, owner) is returned (None when there is nothing to keep): "
+      "pass pointer and bytes to kron_matmul_backward as saved_states_ptr / saved_states_bytes");
   m.def(
       "kron_matmul_workspace_size",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out) {
@@ -148,20 +158,25 @@ void register_kron(nb::module_& m) {
       "kron_matmul_backward",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,
          const nb::sequence& grad_factors, const nb::object& alloc, std::uintptr_t blas_ptr,
-         std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream) {
+         std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream, std::uintptr_t saved_ptr,
+         std::size_t saved_bytes) {
         const KronOperands o = operands(x, factors);
         std::vector<AnyArray> keep;
         std::vector<MutableMatrixView> views;
         kron::MatmulBackwardParams p = backward_params(o, grad_y, grad_x, grad_factors, keep, views,
                                                        allow_tf32, raw_workspace(blas_ptr, blas_bytes));
+        p.saved_states = raw_workspace(saved_ptr, saved_bytes);
         const Allocation ws = allocate(alloc, kron::matmul_backward_workspace_size(p));
         p.workspace = ws.ws;
         kron::matmul_backward(p, as_stream(stream));
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(), nb::arg("grad_factors"),
       nb::arg("alloc") = nb::none(), nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,
-      nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
-      "grad_x ← grad_y · (F1ᵀ ⊗ … ⊗ Fnᵀ) and grad_factors[k] ← ∂ℓ/∂Fk (None entries are skipped)");
+      nb::arg("allow_tf32") = false, nb::arg("stream") = 0, nb::arg("saved_states_ptr") = 0,
+      nb::arg("saved_states_bytes") = 0,
+      "grad_x ← grad_y · (F1ᵀ ⊗ … ⊗ Fnᵀ) and grad_factors[k] ← ∂ℓ/∂Fk (None entries are skipped); "
+      "saved_states_ptr/bytes: the buffer a kron_matmul(..., save=) of the same operands returned "
+      "(0: the backward recomputes the intermediate states)");
   m.def(
       "kron_matmul_backward_workspace_size",
       [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,

@@ -156,22 +156,31 @@ def _native_args(t: torch.Tensor) -> tuple:
 # --------------------------------------------------------------------------------------------
 # Implementations
 # --------------------------------------------------------------------------------------------
-def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> torch.Tensor:
+def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor], save: bool = False):
+    """y = x · (F1 ⊗ … ⊗ Fn). With `save`, returns (y, saved): `saved` is the buffer in which the
+    native op kept the intermediate states between its kernels for `_backward` (a tuple (pointer,
+    bytes, owning tensor)), or None when the plan has none to keep (one kernel group, or a
+    backward that groups the factors differently)."""
     P, Q = _check_args(x, factors)
     if x.dim() == 2 and x.is_contiguous() and x.shape[0] > 0:
         x2 = x  # the common case, without reshape's dispatch
     else:
         x2 = _rows(x, P)
     out = torch.empty((x2.shape[0], Q), dtype=x.dtype, device=x.device)
+    saved = None
     if x2.shape[0] > 0:
-        _C.kron_matmul(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(out),
-                       *_native_args(x))
-    return out if x.dim() == 2 else out.view(*x.shape[:-1], Q)
+        na = _native_args(x)
+        saved = _C.kron_matmul(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(out),
+                               *na, na[0] if save else None)
+    out = out if x.dim() == 2 else out.view(*x.shape[:-1], Q)
+    return (out, saved) if save else out
 
 
 def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tensor,
-              needs: Sequence[bool]) -> list:
-    """[∂ℓ/∂x, ∂ℓ/∂F1, …]; entries not in `needs` (x first, then one per factor) are None."""
+              needs: Sequence[bool], saved=None) -> list:
+    """[∂ℓ/∂x, ∂ℓ/∂F1, …]; entries not in `needs` (x first, then one per factor) are None.
+    `saved`: what `_forward(x, factors, save=True)` returned as its second value (the backward then
+    reads the intermediate states instead of recomputing them)."""
     P, Q = _check_args(x, factors)
     x2 = _rows(x, P)
     g2 = _rows(grad, Q)
@@ -182,8 +191,17 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
         _C.kron_matmul_backward(
             _to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(g2),
             _to_dlpack(gx) if gx is not None and gx.numel() > 0 else None,
-            [_to_dlpack(g) if g is not None else None for g in gfs], *_native_args(x))
+            [_to_dlpack(g) if g is not None else None for g in gfs], *_native_args(x),
+            *((saved[0], saved[1]) if saved is not None else (0, 0)))
     return [gx.view(x.shape) if gx is not None else None] + gfs
+
+
+def _save_states() -> bool:
+    """Whether a forward that records autograd keeps its intermediate states for the backward
+    (``SPARSEKERN_KRON_SAVE_STATES``, read per call; default 1; 0 = recompute them in the backward,
+    for memory: the states are about one activation of x's size per extra kernel group, held from
+    forward to backward, like the intermediates torch keeps for the per-factor v2)."""
+    return os.environ.get("SPARSEKERN_KRON_SAVE_STATES", "1") != "0"
 
 
 def _steps_wanted(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> bool:
@@ -378,6 +396,13 @@ class _KronFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, *factors):
         ctx.save_for_backward(x, *factors)
+        # Multi-kernel plans keep their intermediate states for the native backward (which would
+        # otherwise recompute them: one GEMM pass of (1024,[128,128])'s ~5); the step-wise
+        # backward recomputes its own (its states have another layout).
+        if _save_states() and not _steps_wanted(x, factors):
+            y, ctx.kron_states = _forward(x, factors, save=True)
+            return y
+        ctx.kron_states = None
         return _forward(x, factors)
 
     @staticmethod
@@ -389,7 +414,7 @@ class _KronFunction(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph: the recorded path, as before
             res = _kron_backward_op(x, factors, grad, list(needs))
             return tuple(g if n else None for g, n in zip(res, needs))
-        return tuple(_backward(x, factors, grad, needs))
+        return tuple(_backward(x, factors, grad, needs, ctx.kron_states))
 
 
 _PLAIN = (torch.Tensor, nn.Parameter)

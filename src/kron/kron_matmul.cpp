@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <utility>
 
 #include "../common/check.h"
 #include "kron_internal.h"
@@ -231,12 +232,11 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
 
 /// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
 /// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
-void segment_backward(const Run& r, const Plan& plan, const Segment& seg, const void* x, long long ldx,
-                      const void* g, long long ldg, void* gx, long long ldgx,
-                      const MutableMatrixView* grad_factors, char* ws) {
+void segment_backward(const Run& r, const Segment& seg, const void* x, long long ldx, const void* g,
+                      long long ldg, void* gx, long long ldgx, const MutableMatrixView* grad_factors,
+                      char* partial, void* acc) {
   const long long M = r.sh.M;
   const std::size_t as = detail::acc_size(r.dtype);
-  char* partial = ws + plan.off_partial;
   auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
   if (seg.kind == SegKind::fused) {
     FusedArgs a = fused_args(seg, r.sh, r.factors);
@@ -291,7 +291,6 @@ void segment_backward(const Run& r, const Plan& plan, const Segment& seg, const 
       rd.count = 1;
       r.be->reduce(r.dtype, rd, r.device, r.stream);
     } else {  // Σ over rows m of X_mᵀ (p × L) · G_mᵀ (L × q), in chunks of rows
-      void* acc = ws + plan.off_acc;
       for (long long m0 = 0; m0 < M; m0 += seg.gemm_chunk) {
         const long long nb = std::min(seg.gemm_chunk, M - m0);
         GemmDesc gd;
@@ -363,25 +362,61 @@ Plan plan_for(const Run& r, bool backward) {
   return detail::make_plan(r.sh.M, r.sh.modes, r.dtype, limits_for(*r.be, r.device), backward);
 }
 
+/// Bytes of the saved-states region of the backward plan `bwd` (its input states of groups 1 …
+/// NS−1, laid out at bwd.off_saved[s], first in its workspace) when the forward plan `fwd` runs
+/// the same groups, so that the forward's intermediate outputs are exactly those states; else 0.
+std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
+  const std::size_t NS = bwd.segs.size();
+  if (NS < 2 || fwd.segs.size() != NS || fwd.state != bwd.state) return 0;
+  for (std::size_t s = 0; s < NS; ++s)
+    if (fwd.segs[s].first != bwd.segs[s].first || fwd.segs[s].count != bwd.segs[s].count) return 0;
+  return bwd.off_grad[0];  // the saved states come first; the state gradients start after them
+}
+
+/// Whether `saved` (a caller's saved_states buffer) is to be used: given and needed. A buffer that
+/// is given but too small is an error (it was made for other shapes), not silently ignored.
+bool use_saved(const Workspace& saved, std::size_t need, const char* fn) {
+  if (saved.data == nullptr || need == 0) return false;
+  SK_EXPECTS(saved.bytes >= need, "`saved_states` must hold at least ", need,
+             " bytes (matmul_saved_states_size); got ", saved.bytes, " (", fn, ")");
+  return true;
+}
+
 }  // namespace
 
+std::size_t matmul_saved_states_size(const MatmulParams& p) {
+  const Run r = checked_forward(p, nullptr);
+  return saved_bytes(plan_for(r, false), plan_for(r, true));
+}
+
 std::size_t matmul_workspace_size(const MatmulParams& p) {
-  return plan_for(checked_forward(p, nullptr), false).ws_bytes;
+  const Run r = checked_forward(p, nullptr);
+  const Plan plan = plan_for(r, false);
+  if (p.saved_states.data != nullptr && saved_bytes(plan, plan_for(r, true)) > 0) return 0;
+  return plan.ws_bytes;
 }
 
 void matmul(const MatmulParams& p, Stream stream) {
   const Run r = checked_forward(p, stream);
   const Plan plan = plan_for(r, false);
-  check_workspace(p.workspace, plan.ws_bytes, "matmul");
+  // Keeping the states: each group's output goes where the backward plan reads that state.
+  Plan bwd;
+  bool keep = false;
+  if (p.saved_states.data != nullptr) {
+    bwd = plan_for(r, true);
+    keep = use_saved(p.saved_states, saved_bytes(plan, bwd), "matmul");
+  }
+  if (!keep) check_workspace(p.workspace, plan.ws_bytes, "matmul");
   if (r.sh.M == 0) return;
   const std::size_t NS = plan.segs.size();
   char* ws = static_cast<char*>(p.workspace.data);
+  char* saved = static_cast<char*>(p.saved_states.data);
   const std::size_t off[2] = {plan.off_ping, plan.off_pong};
   const void* in = p.x.data;
   long long ld_in = row_ld(p.x.row_stride, r.sh.M, r.sh.P);
   for (std::size_t s = 0; s < NS; ++s) {
     const bool last = s + 1 == NS;
-    void* out = last ? p.y.data : ws + off[s % 2];
+    void* out = last ? p.y.data : keep ? saved + bwd.off_saved[s + 1] : ws + off[s % 2];
     const long long ld_out = last ? row_ld(p.y.row_stride, r.sh.M, r.sh.Q) : plan.state[s + 1];
     segment_forward(r, plan.segs[s], in, ld_in, out, ld_out);
     in = out;
@@ -424,16 +459,29 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
   return r;
 }
 
+/// The backward's plan, and the bytes of its saved-states region that a caller's `saved_states`
+/// provides (0: recompute them in the workspace).
+std::pair<Plan, std::size_t> backward_plan(const Run& r, const MatmulBackwardParams& p, const char* fn) {
+  Plan plan = plan_for(r, true);
+  std::size_t shift = 0;
+  if (p.saved_states.data != nullptr) {
+    const std::size_t need = saved_bytes(plan_for(r, false), plan);
+    if (use_saved(p.saved_states, need, fn)) shift = need;
+  }
+  return {std::move(plan), shift};
+}
+
 }  // namespace
 
 std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p) {
-  return plan_for(checked_backward(p, nullptr), true).ws_bytes;
+  const auto [plan, shift] = backward_plan(checked_backward(p, nullptr), p, "matmul_backward_workspace_size");
+  return plan.ws_bytes - shift;
 }
 
 void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
   const Run r = checked_backward(p, stream);
-  const Plan plan = plan_for(r, true);
-  check_workspace(p.workspace, plan.ws_bytes, "matmul_backward");
+  const auto [plan, shift] = backward_plan(r, p, "matmul_backward");
+  check_workspace(p.workspace, plan.ws_bytes - shift, "matmul_backward");
   const int NS = static_cast<int>(plan.segs.size());
   const long long M = r.sh.M;
   const bool want_gx = p.grad_x.data != nullptr;
@@ -448,11 +496,16 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
     if (seg_wants(plan.segs[s])) s_min = s;
   if (s_min == NS) return;  // nothing wanted
 
+  // The workspace holds the plan's regions from offset `shift` on (the saved states, at the start
+  // of the plan's layout, are the caller's buffer when shift > 0).
   char* ws = static_cast<char*>(p.workspace.data);
+  auto at = [&](std::size_t off) { return ws + (off - shift); };
   const long long ldx = row_ld(p.x.row_stride, M, r.sh.P);
-  // Recompute and keep the input state of every group after the first.
-  auto saved = [&](int s) -> char* { return ws + plan.off_saved[s]; };
-  if (M > 0) {
+  // The input state of every group after the first: kept by the forward, or recomputed here.
+  auto saved = [&](int s) -> char* {
+    return shift > 0 ? static_cast<char*>(p.saved_states.data) + plan.off_saved[s] : at(plan.off_saved[s]);
+  };
+  if (M > 0 && shift == 0) {
     const void* in = p.x.data;
     long long ld_in = ldx;
     for (int s = 0; s + 1 < NS; ++s) {
@@ -470,13 +523,14 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
     void* gx = nullptr;
     long long ldgx = 0;
     if (s > s_min) {
-      gx = ws + plan.off_grad[s % 2];
+      gx = at(plan.off_grad[s % 2]);
       ldgx = plan.state[s];
     } else if (s == 0 && want_gx) {
       gx = p.grad_x.data;
       ldgx = row_ld(p.grad_x.row_stride, M, r.sh.P);
     }
-    segment_backward(r, plan, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, ws);
+    segment_backward(r, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, at(plan.off_partial),
+                     at(plan.off_acc));
     g = gx;
     ldg = ldgx;
   }

@@ -22,6 +22,8 @@ using sk::InvalidArgument;
 
 namespace {
 
+int g_saved_cases = 0;  // cases whose forward kept states for the backward (must be some)
+
 template <typename T> struct Traits;
 // Relative Frobenius error allowed (inputs are rounded to T first, so only the op's own rounding
 // counts): fp64/fp32 accumulate in their own precision; f16/bf16 round intermediates between groups.
@@ -187,6 +189,39 @@ void check_case(long long M, const std::vector<Shape>& sh, bool transposed_facto
     SK_CHECK(ef <= 4 * Traits<T>::tol, what, ": grad_factors[", t, "] rel. error ", ef);
     SK_CHECK(pad, what, ": wrote outside grad_factors[", t, "]'s view");
   }
+
+  // A forward that keeps its intermediate states and a backward that reads them: the same Y and
+  // ∂ℓ/∂X as above (same kernels, same data), no forward workspace, less backward workspace.
+  const std::size_t sbytes = sk::kron::matmul_saved_states_size(fp);
+  if (sbytes > 0) {
+    ++g_saved_cases;
+    std::vector<unsigned char> states(sbytes, 0xff);
+    std::vector<T> y2(y.size(), nan);
+    sk::kron::MatmulParams fp2 = fp;
+    fp2.y = sk::MutableMatrixView{y2.data(), M, Q, ldy, 1, 0};
+    fp2.workspace = sk::Workspace{};
+    fp2.saved_states = sk::Workspace{states.data(), states.size()};
+    SK_CHECK(sk::kron::matmul_workspace_size(fp2) == 0, what, ": a forward keeping its states needs a workspace");
+    sk::kron::matmul(fp2, nullptr);
+    std::vector<T> gx2(gx.size(), nan);
+    sk::kron::MatmulBackwardParams bp2 = bp;
+    bp2.grad_x = sk::MutableMatrixView{gx2.data(), M, P, ldx, 1, 0};
+    bp2.grad_factors = nullptr;
+    bp2.saved_states = fp2.saved_states;
+    std::vector<unsigned char> bws2(sk::kron::matmul_backward_workspace_size(bp2), 0xff);
+    SK_CHECK(bws2.size() + sbytes == bws.size(), what, ": backward workspace with saved states ", bws2.size(),
+             " + ", sbytes, " != ", bws.size());
+    bp2.workspace = sk::Workspace{bws2.data(), bws2.size()};
+    sk::kron::matmul_backward(bp2, nullptr);
+    bool same = true;
+    for (long long m = 0; m < M; ++m) {
+      for (long long j = 0; j < Q; ++j) same = same && to_d(y2[m * ldy + j]) == to_d(y[m * ldy + j]);
+      for (long long i = 0; i < P; ++i) same = same && to_d(gx2[m * ldx + i]) == to_d(gx[m * ldx + i]);
+    }
+    SK_CHECK(same, what, ": Y or grad_x differ when the forward keeps its states");
+    bp2.saved_states.bytes = sbytes - 1;
+    SK_EXPECT_THROW(InvalidArgument, sk::kron::matmul_backward(bp2, nullptr), "`saved_states`");
+  }
 }
 
 template <typename T>
@@ -281,5 +316,6 @@ int main() {
   check_dtype<bfloat16_t>(rng);
   check_validation();
   check_fast_division(rng);
+  SK_CHECK(g_saved_cases > 0, "no case kept forward states for the backward");
   return sk_test::summary("test_kron");
 }

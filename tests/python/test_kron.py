@@ -374,6 +374,77 @@ def test_backward_eager_function(device, batch, shapes, want):
     _eager_matches_op_and_reference(device, batch, shapes, want)
 
 
+# Shapes whose forward runs several kernel groups (cuBLAS steps and/or fused groups) exactly as
+# their backward does, so that the forward keeps its intermediate states for the backward; the
+# last forward is one fused group whose backward splits it (nothing to keep).
+SAVED = [(3, [(128, 128)] * 2), (2, [(16, 16)] * 4), (5, [(3, 3), (70, 70), (5, 5)]),
+         (4, [(100, 7), (2, 2), (9, 90)]), (6, [(65, 33), (5, 66)])]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch,shapes", SAVED + [(3, [(8, 8)] * 4)])
+def test_backward_saved_states(device, dtype, batch, shapes):
+    """A forward that keeps its intermediate states gives the same y, and a backward that reads
+    them the same gradients, as the recomputing path (the same kernels on the same data), and both
+    match float64."""
+    from sparsekern.kron import _backward, _forward
+    x, fs = _make(batch, shapes, dtype, device)
+    y, saved = _forward(x, fs, save=True)
+    if (batch, shapes) in SAVED:
+        assert saved is not None and saved[1] > 0 and saved[2].numel() >= saved[1]
+    else:
+        assert saved is None
+    # Bit-equal on the CPU; on CUDA, cuBLAS may pick another algorithm for the moved buffers.
+    same = torch.equal if device.type == "cpu" else (lambda a, b: rel_error(a, b) <= _tol(dtype, device, 0.01))
+    assert same(y, _forward(x, fs))
+    g = randn(*y.shape, dtype=dtype, device=device)
+    needs = [True] * (len(fs) + 1)
+    got = _backward(x, fs, g, needs, saved)
+    want = _backward(x, fs, g, needs)
+    for a, b in zip(got, want):
+        assert same(a, b)
+    x64 = x.double().requires_grad_()
+    f64 = [f.double().requires_grad_() for f in fs]
+    ref = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], g.double())
+    for a, r in zip(got, ref):
+        assert rel_error(a, r) <= _tol(dtype, device, 4)
+
+
+@pytest.mark.parametrize("env", [None, "0"])
+def test_backward_saved_states_by_autograd(device, monkeypatch, env):
+    """Autograd's forward keeps the states unless SPARSEKERN_KRON_SAVE_STATES=0; the gradients are
+    the same either way (and with retain_graph, the states serve a second backward)."""
+    if env is None:
+        monkeypatch.delenv("SPARSEKERN_KRON_SAVE_STATES", raising=False)
+    else:
+        monkeypatch.setenv("SPARSEKERN_KRON_SAVE_STATES", env)
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD", "fused")
+    x, fs = _make(4, [(128, 128), (3, 70)], torch.float64, device, grad=True)
+    y = kron_matmul(x, fs)
+    states = y.grad_fn.kron_states
+    assert (states is None) == (env == "0")
+    g = randn(*y.shape, dtype=torch.float64, device=device)
+    first = torch.autograd.grad(y, [x, *fs], g, retain_graph=True)
+    second = torch.autograd.grad(y, [x, *fs], g)
+    ref_leaves = [t.detach().clone().requires_grad_() for t in (x, *fs)]
+    ref = torch.autograd.grad(_reference_graph(ref_leaves[0], ref_leaves[1:]), ref_leaves, g)
+    for a, b, r in zip(first, second, ref):
+        assert torch.equal(a, b) and rel_error(a, r) <= 1e-10
+
+
+def test_backward_saved_states_too_small(device):
+    """A saved-states buffer smaller than the shapes need (made for other shapes) is refused,
+    naming the argument, rather than read past its end."""
+    from sparsekern.kron import _forward, _native_args
+    x, fs = _make(3, [(128, 128)] * 2, torch.float64, device)
+    _, saved = _forward(x, fs, save=True)
+    g = randn(3, 128 * 128, dtype=torch.float64, device=device)
+    gx = torch.empty_like(x)
+    with pytest.raises(ValueError, match="saved_states"):
+        _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
+                                [None, None], *_native_args(x), saved[0], saved[1] - 1)
+
+
 def test_no_grad_takes_the_native_path():
     x, fs = _make(3, [(2, 3), (3, 2)], torch.float64, torch.device("cpu"), grad=True)
     with torch.no_grad():

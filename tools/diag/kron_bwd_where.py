@@ -7,7 +7,9 @@ once, as `sparsekern bench` times it):
   host    µs per call of back-to-back calls without synchronisation (the host side);
   direct  host µs of the implementation the autograd Function calls (kron._backward or
           kron._backward_steps, whichever runs), without autograd;
-  kernels the kernels of one backward (torch.profiler), µs each.
+  kernels the kernels of one backward (torch.profiler), µs each;
+  recompute the backward's device time when its forward did not keep its intermediate states
+          (SPARSEKERN_KRON_SAVE_STATES=0).
 Then a cProfile of the backward of the smallest case.
 
 Usage: python tools/diag/kron_bwd_where.py [JSON]
@@ -17,6 +19,7 @@ from __future__ import annotations
 import cProfile
 import json
 import math
+import os
 import pstats
 import sys
 
@@ -57,8 +60,10 @@ for batch, sizes in FULL:
     steps = K._steps_wanted(x, fs)
     cap = torch.cuda.Stream()
     cap.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(cap):
-        y_cap = K.kron_matmul(x, fs)
+    with torch.cuda.stream(cap):  # leaves of its own: a leaf's gradient node keeps its first stream
+        xc = x.detach().clone().requires_grad_()
+        fc = [f.detach().clone().requires_grad_() for f in fs]
+        y_cap = K.kron_matmul(xc, fc)
     torch.cuda.current_stream().wait_stream(cap)
     y = K.kron_matmul(x, fs)
 
@@ -66,7 +71,7 @@ for batch, sizes in FULL:
         with torch.no_grad():
             return K.kron_matmul(x, fs)
 
-    def bwd(y=y):
+    def bwd(y=y, x=x, fs=fs):
         return torch.autograd.grad(y, [x, *fs], gy, retain_graph=True)
 
     impl = K._backward_steps if steps else K._backward
@@ -78,20 +83,31 @@ for batch, sizes in FULL:
     r = {"case": f"{batch}x{sizes}", "bwd_impl": "steps" if steps else "fused",
          "fwd_eager_us": 1e3 * time_ms(fwd, dev), "fwd_device_us": 1e3 * graph_time_ms(fwd, dev),
          "bwd_eager_us": 1e3 * time_ms(bwd, dev),
-         "bwd_device_us": 1e3 * graph_time_ms(lambda: bwd(y_cap), dev, stream=cap),
+         "bwd_device_us": 1e3 * graph_time_ms(lambda: bwd(y_cap, xc, fc), dev, stream=cap),
          "bwd_host_us": host_us_per_call(bwd, sync, calls=200, repeats=3, warmup=10),
          "direct_host_us": host_us_per_call(direct, sync, calls=200, repeats=3, warmup=10),
          "fwd_host_us": host_us_per_call(fwd, sync, calls=200, repeats=3, warmup=10),
          "bwd_kernels": kernel_list(bwd)}
+    # The same backward when the forward does not keep its intermediate states (recompute).
+    os.environ["SPARSEKERN_KRON_SAVE_STATES"] = "0"
+    with torch.cuda.stream(cap):
+        x0 = x.detach().clone().requires_grad_()
+        f0 = [f.detach().clone().requires_grad_() for f in fs]
+        y0 = K.kron_matmul(x0, f0)
+    torch.cuda.current_stream().wait_stream(cap)
+    os.environ.pop("SPARSEKERN_KRON_SAVE_STATES")
+    r["kept_states"] = getattr(y_cap.grad_fn, "kron_states", None) is not None
+    r["bwd_device_recompute_us"] = 1e3 * graph_time_ms(lambda: bwd(y0, x0, f0), dev, stream=cap)
     r["bwd/fwd eager"] = r["bwd_eager_us"] / r["fwd_eager_us"]
     r["bwd/fwd device"] = r["bwd_device_us"] / r["fwd_device_us"]
     rows.append(r)
     print(f"{r['case']:18s} {r['bwd_impl']:5s} fwd eager/dev/host {r['fwd_eager_us']:7.1f} {r['fwd_device_us']:7.1f} "
           f"{r['fwd_host_us']:6.1f} | bwd eager/dev/host/direct {r['bwd_eager_us']:7.1f} {r['bwd_device_us']:7.1f} "
           f"{r['bwd_host_us']:6.1f} {r['direct_host_us']:6.1f} | b/f eager {r['bwd/fwd eager']:.2f} "
-          f"device {r['bwd/fwd device']:.2f}", flush=True)
+          f"device {r['bwd/fwd device']:.2f} | kept states {r['kept_states']}, recompute bwd device "
+          f"{r['bwd_device_recompute_us']:.1f}", flush=True)
     print("    kernels:", "; ".join(f"{n} {us}" for n, us in r["bwd_kernels"][:6]), flush=True)
-    del x, fs, gy, y, y_cap
+    del x, fs, gy, y, y_cap, xc, fc, x0, f0, y0
 
 # cProfile of the smallest case's backward (host side).
 x = torch.randn(16, 1024, device=dev, requires_grad=True)

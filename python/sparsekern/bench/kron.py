@@ -6,9 +6,10 @@ max(FLOPs / fp32 peak, minimal bytes / copy bandwidth), with both ceilings measu
 in the same run (a large TF32-off SGEMM and a large copy), and the execution plan used. On CUDA
 each row also carries the device time per call of both sides (device_ms_ours / device_ms_anchor:
 calls replayed from a CUDA graph, without the host's per-call work, which dominates the eager time
-of the small cases). Backward rows capture `torch.autograd.grad` on a graph whose forward ran on
-the capture stream: autograd runs each backward op on its forward op's stream, and a forward on
-the default stream made session 6's captures fail (cudaErrorStreamCaptureInvalidated).
+of the small cases). Backward rows capture `torch.autograd.grad` on a graph built, from leaves of
+its own, on the capture stream: autograd runs each backward op on its forward op's stream (and a
+leaf's gradient node on the stream of the first graph that used it), so a graph built on the
+default stream made session 6's captures fail (cudaErrorStreamCaptureInvalidated).
 """
 from __future__ import annotations
 
@@ -99,18 +100,22 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         bextra = dict(extra, plan=_plan(x, fs, True))
         if ceil is not None:  # the backward does about twice the forward's arithmetic and traffic
             bextra["roofline_ms"] = 2 * extra["roofline_ms"]
-        # Device time of the backward: a second pair of graphs built on the capture stream, since
-        # autograd runs the backward ops on their forward's stream.
+        # Device time of the backward: a second pair of graphs, with leaves of their own, built on
+        # the capture stream. Autograd runs each backward op on its forward op's stream, and a
+        # leaf's gradient node keeps the stream of the first graph that used it; with any of
+        # these on the default stream the capture is invalidated.
         dev_kw = {}
         if device.type == "cuda":
             cap = torch.cuda.Stream(device)
             cap.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(cap):
-                y_ours_cap = mode.wrap(lambda: kron_matmul(xg, fg))()
-                y_ref_cap = mode.wrap(lambda: kron_reference(xg, fg))()
+                xc = x.clone().requires_grad_()
+                fc = [f.clone().requires_grad_() for f in fs]
+                y_ours_cap = mode.wrap(lambda: kron_matmul(xc, fc))()
+                y_ref_cap = mode.wrap(lambda: kron_reference(xc, fc))()
             torch.cuda.current_stream(device).wait_stream(cap)
             dev_kw = dict(device_time=True, graph_stream=cap,
-                          device_fns=(mode.wrap(bwd(y_ours_cap)), mode.wrap(bwd(y_ref_cap))))
+                          device_fns=(mode.wrap(bwd(y_ours_cap, xc, fc)), mode.wrap(bwd(y_ref_cap, xc, fc))))
         out.append(Case("kron", "kron_matmul bwd", shape, "fp32", mode.wrap(bwd(y_ours)), mode.wrap(bwd(y_ref)),
                         anchor_name="torch per factor (v2)", flops=2 * flops, bytes=2 * nbytes,
                         verify=verify_bwd, tol=4 * tol, extra=bextra, **dev_kw))
