@@ -4,13 +4,15 @@
 target_sources(sparsekern PRIVATE
   src/common/runtime.cpp
   src/dense/gemm.cpp
-  src/dense/gemm_cpu.cpp)
+  src/dense/gemm_cpu.cpp
+  src/dense/transpose.cpp)
 
 if(SPARSEKERN_WITH_CUDA)
   target_sources(sparsekern PRIVATE
     src/common/cuda_check.cpp
     src/common/handles.cpp
-    src/dense/gemm_cuda.cu)
+    src/dense/gemm_cuda.cu
+    src/dense/transpose_cuda.cu)
 else()
   target_sources(sparsekern PRIVATE
     src/common/handles_nocuda.cpp)

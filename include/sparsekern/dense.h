@@ -42,4 +42,20 @@ void gemm(const GemmParams& p, Stream stream);
 /// size PyTorch gives cuBLAS on that architecture). 0 for the CPU.
 std::size_t gemm_workspace_size(Device device);
 
+/// Parameters of out = inᵀ: `in` is rows × cols, `out` cols × rows, both with a unit column stride
+/// (row strides ≥ their row lengths; batch_stride ignored), any dtype, not overlapping. The
+/// transposed copy that a layout change needs (e.g. the Kronecker backward's ∂ℓ/∂yᵀ), at close to
+/// copy bandwidth on CUDA (32 × 32 tiles through shared memory; a strided elementwise copy reads
+/// or writes with a stride and runs several times slower).
+struct TransposeParams {
+  DType dtype = DType::f32;
+  Device device{};
+  MatrixView in{};
+  MutableMatrixView out{};
+};
+
+/// Validates `p` and writes the transpose on `p.device` (CPU, or CUDA on `stream`). Throws like
+/// gemm(); never synchronises the host.
+void transpose(const TransposeParams& p, Stream stream);
+
 }  // namespace sparsekern::dense

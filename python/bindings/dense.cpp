@@ -1,6 +1,7 @@
 // Bindings of the dense family (sparsekern/dense.h).
 #include <sparsekern/dense.h>
 
+#include <string>
 #include <utility>
 
 #include "common.h"
@@ -47,9 +48,28 @@ void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha,
   dense::gemm(p, as_stream(stream));
 }
 
+/// out ← inᵀ for 2-D arrays with unit column strides.
+void transpose(const AnyArray& in, const AnyArray& out, std::uintptr_t stream) {
+  dense::TransposeParams p;
+  p.dtype = dtype_of(in, "in");
+  if (dtype_of(out, "out") != p.dtype)
+    throw TypeMismatch(std::string("`out` must have the dtype of `in` (") + dtype_name(p.dtype) + "); got " +
+                       dtype_name(dtype_of(out, "out")));
+  p.device = device_of(in, "in");
+  if (device_of(out, "out") != p.device) throw InvalidArgument("`in` and `out` must be on the same device");
+  if (in.ndim() != 2 || out.ndim() != 2)
+    throw InvalidArgument("`in` and `out` must be 2-D; got " + std::to_string(in.ndim()) + "-D and " +
+                          std::to_string(out.ndim()) + "-D");
+  p.in = matrix_of(in, "in").view;
+  p.out = mutable_view(matrix_of(out, "out"));
+  dense::transpose(p, as_stream(stream));
+}
+
 }  // namespace
 
 void register_dense(nb::module_& m) {
+  m.def("transpose", &transpose, nb::arg("in"), nb::arg("out"), nb::arg("stream") = 0,
+        "out ← inᵀ (2-D, unit column strides, no overlap): a transposed copy through shared-memory tiles");
   m.def("gemm", &gemm, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("alpha") = 1.0,
         nb::arg("beta") = 0.0, nb::arg("transpose_a") = false, nb::arg("transpose_b") = false,
         nb::arg("allow_tf32") = false,

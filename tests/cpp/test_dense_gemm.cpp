@@ -4,8 +4,11 @@
 // alpha/beta, k = 0 and empty outputs. Outputs are poisoned first so unwritten elements show, and
 // elements outside the output view must be left alone.
 #include <sparsekern/dense.h>
+#include <sparsekern/error.h>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -181,7 +184,35 @@ void k0_null_operands() {
 
 }  // namespace
 
+/// dense::transpose on the CPU: odd sizes, padded row strides on both sides (padding untouched),
+/// and the argument checks.
+void transpose_cases() {
+  for (const auto& [rows, cols, pad] : std::vector<std::array<std::int64_t, 3>>{{1, 1, 0}, {7, 33, 2}, {65, 31, 0}}) {
+    std::vector<double> in(static_cast<std::size_t>(rows * (cols + pad)));
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
+    std::vector<double> out(static_cast<std::size_t>(cols * (rows + pad)), -1.0);
+    sk::dense::TransposeParams p;
+    p.dtype = sk::DType::f64;
+    p.in = sk::MatrixView{in.data(), rows, cols, cols + pad, 1, 0};
+    p.out = sk::MutableMatrixView{out.data(), cols, rows, rows + pad, 1, 0};
+    sk::dense::transpose(p, nullptr);
+    bool ok = true;
+    for (std::int64_t c = 0; c < cols; ++c)
+      for (std::int64_t r = 0; r < rows + pad; ++r)
+        ok = ok && out[c * (rows + pad) + r] == (r < rows ? in[r * (cols + pad) + c] : -1.0);
+    SK_CHECK(ok, "transpose ", rows, "x", cols, " pad ", pad);
+  }
+  std::vector<float> a(24), b(24);
+  sk::dense::TransposeParams p;
+  p.in = sk::MatrixView{a.data(), 6, 4, 4, 1, 0};
+  p.out = sk::MutableMatrixView{b.data(), 6, 4, 4, 1, 0};
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::dense::transpose(p, nullptr), "`out` must be 4x6");
+  p.out = sk::MutableMatrixView{a.data() + 2, 4, 6, 6, 1, 0};
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::dense::transpose(p, nullptr), "must not overlap");
+}
+
 int main() {
+  transpose_cases();
   all_cases<float>();
   all_cases<double>();
   all_cases<half_t>();

@@ -384,3 +384,40 @@ def test_handles_are_per_thread_and_pooled():
     destroy_cublas()
     assert _C.live_handle_count() == 0
     torch.testing.assert_close(matmul(a, a), a @ a, rtol=1e-4, atol=1e-4)  # recreated lazily
+
+
+# --------------------------------------------------------------------------------------------
+# _C.transpose: the tiled transposed copy (used by the Kronecker step-wise backward on CUDA)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,cols,pad", [(1, 1, 0), (7, 129, 0), (64, 32, 3), (1000, 33, 5), (33, 2049, 0)])
+def test_transpose(device, dtype, rows, cols, pad):
+    """Every element lands at its transposed place (odd sizes, partial tiles, padded row strides
+    on both sides); the padding of `out` is left as it was."""
+    from sparsekern import _C
+    from sparsekern._core import as_dlpack, stream_of
+    base = torch.randn(rows, cols + pad, dtype=torch.float64, device=device).to(dtype)
+    src = base[:, :cols]
+    out_base = torch.full((cols, rows + pad), float("nan"), dtype=dtype, device=device)
+    out = out_base[:, :rows]
+    _C.transpose(as_dlpack(src), as_dlpack(out), stream_of(src))
+    assert torch.equal(out, src.mT)
+    assert out_base[:, rows:].isnan().all()
+
+
+def test_transpose_bad_input(device):
+    from sparsekern import _C
+    from sparsekern._core import as_dlpack, stream_of
+    a = torch.randn(6, 4, device=device)
+    s = stream_of(a)
+    with pytest.raises(ValueError, match="`out` must be 4x6"):
+        _C.transpose(as_dlpack(a), as_dlpack(torch.empty(6, 4, device=device)), s)
+    with pytest.raises(TypeError, match="`out` must have the dtype"):
+        _C.transpose(as_dlpack(a), as_dlpack(torch.empty(4, 6, device=device, dtype=torch.float64)), s)
+    with pytest.raises(ValueError, match="`in` must have a unit column stride"):
+        _C.transpose(as_dlpack(a.mT), as_dlpack(torch.empty(6, 4, device=device)), s)
+    with pytest.raises(ValueError, match="must not overlap"):
+        buf = torch.randn(64, device=device)
+        _C.transpose(as_dlpack(buf[:24].view(6, 4)), as_dlpack(buf[20:44].view(4, 6)), s)
+    with pytest.raises(ValueError, match="must be 2-D"):
+        _C.transpose(as_dlpack(a.view(2, 3, 4)), as_dlpack(torch.empty(4, 6, device=device)), s)

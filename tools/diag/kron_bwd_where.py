@@ -9,7 +9,9 @@ once, as `sparsekern bench` times it):
           kron._backward_steps, whichever runs), without autograd;
   kernels the kernels of one backward (torch.profiler), µs each;
   recompute the backward's device time when its forward did not keep its intermediate states
-          (SPARSEKERN_KRON_SAVE_STATES=0).
+          (SPARSEKERN_KRON_SAVE_STATES=0);
+  forced  the device time of each backward implementation (SPARSEKERN_KRON_BWD=fused / steps).
+Then the tiled transpose against torch's strided copy.
 Then a cProfile of the backward of the smallest case.
 
 Usage: python tools/diag/kron_bwd_where.py [JSON]
@@ -97,6 +99,17 @@ for batch, sizes in FULL:
     torch.cuda.current_stream().wait_stream(cap)
     os.environ.pop("SPARSEKERN_KRON_SAVE_STATES")
     r["kept_states"] = getattr(y_cap.grad_fn, "kron_states", None) is not None
+    # Both backward implementations, forced (forward and backward under the same setting).
+    for impl_name in ("fused", "steps"):
+        os.environ["SPARSEKERN_KRON_BWD"] = impl_name
+        with torch.cuda.stream(cap):
+            xi = x.detach().clone().requires_grad_()
+            fi = [f.detach().clone().requires_grad_() for f in fs]
+            yi = K.kron_matmul(xi, fi)
+        torch.cuda.current_stream().wait_stream(cap)
+        r[f"bwd_device_{impl_name}_us"] = 1e3 * graph_time_ms(lambda: bwd(yi, xi, fi), dev, stream=cap)
+        os.environ.pop("SPARSEKERN_KRON_BWD")
+        del xi, fi, yi
     r["bwd_device_recompute_us"] = 1e3 * graph_time_ms(lambda: bwd(y0, x0, f0), dev, stream=cap)
     r["bwd/fwd eager"] = r["bwd_eager_us"] / r["fwd_eager_us"]
     r["bwd/fwd device"] = r["bwd_device_us"] / r["fwd_device_us"]
@@ -105,9 +118,22 @@ for batch, sizes in FULL:
           f"{r['fwd_host_us']:6.1f} | bwd eager/dev/host/direct {r['bwd_eager_us']:7.1f} {r['bwd_device_us']:7.1f} "
           f"{r['bwd_host_us']:6.1f} {r['direct_host_us']:6.1f} | b/f eager {r['bwd/fwd eager']:.2f} "
           f"device {r['bwd/fwd device']:.2f} | kept states {r['kept_states']}, recompute bwd device "
-          f"{r['bwd_device_recompute_us']:.1f}", flush=True)
+          f"{r['bwd_device_recompute_us']:.1f} | forced fused / steps {r['bwd_device_fused_us']:.1f} / "
+          f"{r['bwd_device_steps_us']:.1f}", flush=True)
     print("    kernels:", "; ".join(f"{n} {us}" for n, us in r["bwd_kernels"][:6]), flush=True)
     del x, fs, gy, y, y_cap, xc, fc, x0, f0, y0
+
+# The transposed copy of the step-wise backward: the library's tiled kernel against torch's.
+from sparsekern import _C  # noqa: E402
+from sparsekern._core import as_dlpack  # noqa: E402
+for rows, cols in ((4096, 4096), (1024, 4096), (128, 32768)):
+    t = torch.randn(rows, cols, device=dev)
+    o = torch.empty(cols, rows, device=dev)
+    ours = graph_time_ms(lambda: _C.transpose(as_dlpack(t), as_dlpack(o), torch.cuda.current_stream().cuda_stream), dev)
+    theirs = graph_time_ms(lambda: t.mT.contiguous(), dev)
+    gbs = 2 * t.numel() * 4 / 1e3
+    print(f"transpose {rows}x{cols} fp32: ours {1e3 * ours:.1f} µs ({gbs / (1e3 * ours):.0f} GB/s), "
+          f"torch {1e3 * theirs:.1f} µs ({gbs / (1e3 * theirs):.0f} GB/s)", flush=True)
 
 # cProfile of the smallest case's backward (host side).
 x = torch.randn(16, 1024, device=dev, requires_grad=True)
