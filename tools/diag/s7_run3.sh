@@ -15,9 +15,9 @@ timeout $(cap 110) python3 -m pytest $T/test_kron.py $T/test_dense.py -q -p no:c
 echo "exit $?" >> $OUT/kron_tests.txt
 timeout $(cap 170) compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda -k "saved or steps or transpose" $T/test_dense.py > $OUT/saved_memcheck.txt 2>&1
 echo "exit $?" >> $OUT/saved_memcheck.txt
-timeout $(cap 270) python3 $R/tools/diag/kron_bwd_where.py $OUT/kron_bwd_where.json > $OUT/kron_bwd_where.txt 2>&1
+timeout $(cap 300) python3 $R/tools/diag/kron_bwd_where.py $OUT/kron_bwd_where.json > $OUT/kron_bwd_where.txt 2>&1
 echo "kron_bwd_where exit $?"
-timeout $(cap 360) python3 -m sparsekern.cli bench --full --family kron --json $OUT/kron.json > $OUT/kron_bench.txt 2>&1
+timeout $(cap 400) python3 -m sparsekern.cli bench --full --family kron --json $OUT/kron.json > $OUT/kron_bench.txt 2>&1
 echo "kron bench exit $?"
 grep -E "device_ms_error" $OUT/kron.json | cut -c1-200 | head -2
 python3 - <<'PY'
