@@ -1,5 +1,6 @@
-"""Kernel-level times of BlockSparseLinear forward/backward (torch profiler), with E against dense."""
-import sys, time, torch
+"""Kernel-level times of BlockSparseLinear forward/backward (torch profiler), with E against dense.
+BSR_PROFILE_BLOCKS=32,64 (default 32,64,128) narrows the block sizes."""
+import os, sys, time, torch
 import torch.nn.functional as F
 import sparsekern
 from torch.profiler import profile, ProfilerActivity
@@ -34,7 +35,7 @@ for dtype in dtypes:
     w = torch.randn(4096, 4096, device=dev, dtype=dtype)
     t_dense = sum(kernels(lambda: F.linear(x, w)).values())
     print(f"{dtype} dense F.linear kernel {t_dense:.1f} us", flush=True)
-    for b in (32, 64, 128):
+    for b in [int(v) for v in os.environ.get("BSR_PROFILE_BLOCKS", "32,64,128").split(",")]:
         for d in (0.05, 0.1, 0.25, 0.5):
             layer = sparsekern.BlockSparseLinear(4096, 4096, density=d, block_size=b, device=dev, dtype=dtype)
             with torch.no_grad():
