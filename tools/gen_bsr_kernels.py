@@ -46,7 +46,7 @@ def instantiations():
 
 
 SM90_HEADER = """\
-// One explicit instantiation of the sm_90a block-sparse {op} kernel (see ../{op}_sm90.cuh).
+// One explicit instantiation of the sm_90a {what} kernel (see ../{op}_sm90.cuh).
 #include "../{op}_sm90.cuh"
 
 namespace sparsekern::bsr::sm90 {{
@@ -57,8 +57,9 @@ namespace sparsekern::bsr::sm90 {{
 
 def sm90_instantiations():
     """The Hopper kernels (src/bsr/sm90, built for 90a-real only): 16-bit dds for b = 32/64/128 in
-    both B majors, tf32 dds for Bop = Sᵀ at b = 64/128 (wgmma takes tf32 K-major only), 16-bit sdd
-    at b = 64/128. ~30-55 s of single-core nvcc time each."""
+    both B majors, tf32 dds for Bop = Sᵀ at b = 64/128 (wgmma takes tf32 K-major only), the grouped
+    dds (16-bit b = 32/64 both majors, tf32 b = 64 Bop = Sᵀ), 16-bit sdd at b = 32/64/128 (b = 32
+    in pair mode, see sdd_sm90.cuh). ~30-55 s of single-core nvcc time each."""
     for e in ("f16", "bf16"):
         for b in (32, 64, 128):
             for tag, km in (("bt", "true"), ("bn", "false")):
@@ -68,7 +69,14 @@ def sm90_instantiations():
         yield (f"dds_tf32_{b}_bt.cu", "dds",
                f"template bool dds_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, void*);")
     for e in ("f16", "bf16"):
-        for b in (64, 128):
+        for b in (32, 64):
+            for tag, km in (("bt", "true"), ("bn", "false")):
+                yield (f"gdds_{e}_{b}_{tag}.cu", "gdds",
+                       f"template bool gdds_launch<Elem::{e}, {b}, {km}>(const tc::TcParams&, int, int, void*);")
+    yield ("gdds_tf32_64_bt.cu", "gdds",
+           "template bool gdds_launch<Elem::tf32, 64, true>(const tc::TcParams&, int, int, void*);")
+    for e in ("f16", "bf16"):
+        for b in (32, 64, 128):
             yield (f"sdd_{e}_{b}.cu", "sdd",
                    f"template bool sdd_launch<Elem::{e}, {b}>(const tc::TcParams&, int, int, int, int, void*);")
 
@@ -92,7 +100,8 @@ def main() -> None:
     ap.add_argument("--cmake", action="store_true", help="print the source list for cmake/sources.cmake")
     args = ap.parse_args()
     files = [(name, HEADER.format(body=body)) for name, body in instantiations()]
-    sm90 = [(name, SM90_HEADER.format(op=op, body=body)) for name, op, body in sm90_instantiations()]
+    what = {"dds": "block-sparse dds", "gdds": "grouped block-sparse dds", "sdd": "block-sparse sdd"}
+    sm90 = [(name, SM90_HEADER.format(what=what[op], op=op, body=body)) for name, op, body in sm90_instantiations()]
     if args.cmake:
         for name, _ in files:
             print(f"    src/bsr/tc/gen/{name}")

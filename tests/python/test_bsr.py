@@ -238,6 +238,36 @@ def test_dsd(device, block, op_dtype, transpose):
         assert rel_error(out, ref_s @ x.double()) <= tol(dtype, device)
 
 
+@pytest.mark.parametrize("block", [32, 64, 128])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("pattern_kind", ["random", "lone", "pairs", "full"])
+def test_sdd_tma_shapes(device, block, dtype, pattern_kind):
+    """sdd at sizes the sm_90a kernels take (16-byte aligned strides, k a multiple of 64 and not),
+    an odd number of block rows (blocks of 32 pair the rows 2t, 2t + 1: the last row has no
+    partner), and patterns of lone blocks, complete pairs, random and full, against float64."""
+    rb, cb = 5, 3
+    g = torch.Generator().manual_seed(block)
+    if pattern_kind == "random":
+        mask = torch.rand(rb, cb, generator=g) < 0.5
+    elif pattern_kind == "lone":  # never both rows of a pair in one column
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        for r in range(rb):
+            mask[r, (r // 2 + r % 2) % cb] = True
+    elif pattern_kind == "pairs":
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        mask[0:2, 1] = mask[2:4, 0] = mask[2:4, 2] = mask[4, 2] = True
+    else:
+        mask = torch.ones(rb, cb, dtype=torch.bool)
+    pattern = make_matrix(rb * block, cb * block, block, 0.5, dtype, device, mask=mask)
+    dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+    for k in (64, 200, 520):
+        a = randn(rb * block, k, dtype=dtype, device=device)
+        b = randn(k, cb * block, dtype=dtype, device=device)
+        out = bsr.sdd(a, b, pattern)
+        ref = (a.double() @ b.double()) * dense_mask
+        assert rel_error(out.to_dense(), ref) <= tol(dtype, device)
+
+
 @pytest.mark.parametrize("block", BLOCKS)
 @pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
 @pytest.mark.parametrize("transpose", [False, True], ids=["P", "Pt"])
