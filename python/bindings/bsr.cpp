@@ -127,9 +127,9 @@ void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int6
 
 void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t cols,
          std::int64_t block, const nb::object& row_indices, const nb::object& col_indices,
-         const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream, const nb::object& row_offsets) {
+         const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream) {
   bsr::SddParams p;
-  p.pattern = sparse_view(out_values, rows, cols, block, row_offsets, col_indices, row_indices,
+  p.pattern = sparse_view(out_values, rows, cols, block, nb::none(), col_indices, row_indices,
                           nb::none(), nb::none(), nb::none(), &p.dtype, &p.device);
   p.out_values = const_cast<void*>(p.pattern.values);
   check_same(a, "a", p.dtype, p.device);
@@ -178,9 +178,7 @@ void register_bsr(nb::module_& m) {
   m.def("bsr_sdd", &sdd, nb::arg("a"), nb::arg("b"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_indices").none(), nb::arg("block_col_indices").none(),
         nb::arg("out_values"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
-        nb::arg("block_row_offsets").none() = nb::none(),
-        "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p]); "
-        "the row-wise offsets (optional) let blocks of 32 run the sm_90a kernel");
+        "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p])");
   m.def("bsr_validate", &validate, nb::arg("nnz_blocks"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_row_indices").none(), nb::arg("block_col_offsets").none(),

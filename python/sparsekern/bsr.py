@@ -622,7 +622,7 @@ def _sdd_impl(a, b, like_values, index, rows, cols):
         return out
     a, b = _col_major(a), _row_major(b)
     _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
-               _idx(index[1]), as_dlpack(out), _allow_tf32(a), stream_of(a), _idx(index[0]))
+               _idx(index[1]), as_dlpack(out), _allow_tf32(a), stream_of(a))
     return out
 
 

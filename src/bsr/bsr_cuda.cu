@@ -402,24 +402,18 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
     t.out_values = p.out_values;
     t.block_rows = p.pattern.block_row_indices;
     t.block_cols = p.pattern.block_col_indices;
-    t.row_offsets = p.pattern.block_row_offsets;
     t.k = int(k);
     t.block = int(p.pattern.block_size);
     t.bf16 = p.dtype == DType::bf16;
     const int nnz = int(p.pattern.nnz_blocks), b = int(p.pattern.block_size);
 #if SPARSEKERN_BSR_SM90A
-    // Blocks of 32 run the pair-mode kernel, which needs the row-wise index set (optional in sdd).
-    const bool sm90_block = b == 64 || b == 128 || (b == 32 && t.row_offsets != nullptr);
-    if (p.dtype != DType::f32 && sm90_enabled() && sm90_block && k > 0 && k < (std::int64_t(1) << 31) &&
-        p.a.rows < (std::int64_t(1) << 31) && p.b.cols < (std::int64_t(1) << 31)) {
+    if (p.dtype != DType::f32 && sm90_enabled() && (b == 64 || b == 128) && k > 0 && k < (std::int64_t(1) << 31) && p.a.rows < (std::int64_t(1) << 31) &&
+        p.b.cols < (std::int64_t(1) << 31)) {
       const DeviceInfo dev = device_info(p.device.index);
       if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
         const int rows = int(p.a.rows), cols = int(p.b.cols);
         bool launched;
-        if (b == 32) {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 32>(t, nnz, rows, cols, dev.sms, stream)
-                            : sm90::sdd_launch<sm90::Elem::f16, 32>(t, nnz, rows, cols, dev.sms, stream);
-        } else if (b == 64) {
+        if (b == 64) {
           launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64>(t, nnz, rows, cols, dev.sms, stream)
                             : sm90::sdd_launch<sm90::Elem::f16, 64>(t, nnz, rows, cols, dev.sms, stream);
         } else {

@@ -243,8 +243,8 @@ def test_dsd(device, block, op_dtype, transpose):
 @pytest.mark.parametrize("pattern_kind", ["random", "lone", "pairs", "full"])
 def test_sdd_tma_shapes(device, block, dtype, pattern_kind):
     """sdd at sizes the sm_90a kernels take (16-byte aligned strides, k a multiple of 64 and not),
-    an odd number of block rows (blocks of 32 pair the rows 2t, 2t + 1: the last row has no
-    partner), and patterns of lone blocks, complete pairs, random and full, against float64."""
+    an odd number of block rows, and patterns of lone blocks, vertical pairs, random and full,
+    against float64."""
     rb, cb = 5, 3
     g = torch.Generator().manual_seed(block)
     if pattern_kind == "random":

@@ -7,13 +7,6 @@
 // 64-row slice of one block (64 × b), so that a pattern of few blocks still gives enough tiles to
 // fill the GPU (a 128-block at density 0.1 of a 4096² weight is 102 blocks for 132 SMs: 204
 // slices), at 43 FLOP per byte of shared-memory fill for b = 128.
-//
-// Blocks of 32 (pair mode): wgmma's M is 64, so a consumer tile is the aligned 64-row slab of the
-// block rows 2t and 2t + 1 in one block column c; it writes the block (2t, c), (2t + 1, c) or
-// both, whichever the pattern holds (found by a binary search of the row-wise index set). The
-// tile of block (2t + 1, c) is skipped when (2t, c) is present (that one's tile writes both), so
-// each block is computed once; a lone block costs a 64 × 32 product for its 32 × 32 (at d = 0.5
-// about 1.5x the useful FLOPs, at d = 0.1 about 1.9x), still well ahead of the SM80 HMMA kernel.
 #include "common.cuh"
 
 namespace sparsekern::bsr::sm90 {
@@ -24,8 +17,6 @@ struct SddConfig {
   static constexpr int kThreads = 384;
   static constexpr int kTM = 64;       // rows per consumer tile: b / 64 tiles per block
   static constexpr int kBN = kBlock;   // the whole block width
-  static constexpr bool kPair = kBlock < kTM;  // b = 32: one tile per pair of block rows
-  static constexpr int kSlices = kPair ? 1 : kBlock / kTM;
   static constexpr int kBK = 64;       // one 128-byte line of k per stage (SW128)
   static constexpr int kStageBytes = (kTM + kBN) * kBK * 2;
   // Two rings (one per consumer, see Rings) in ~200 KB, at most 6 stages each: long K loops.
@@ -52,52 +43,9 @@ struct SddArgs {
   void* out;
   const std::int32_t* block_rows;
   const std::int32_t* block_cols;
-  const std::int32_t* row_offsets;  // pair mode: the row-wise index set (block rows + 1 entries)
-  int n_block_rows;                 // pair mode
-  int n_tiles;  // nnz · (b / 64), or nnz in pair mode
+  int n_tiles;  // nnz · (b / 64)
   int k;
 };
-
-/// Pair mode: the entry of block (row, col) in the pattern, or -1 (binary search of the row's
-/// strictly increasing block columns).
-__device__ __forceinline__ int find_block(const SddArgs& p, int row, int col) {
-  if (row >= p.n_block_rows) return -1;
-  int lo = p.row_offsets[row], hi = p.row_offsets[row + 1];
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1, c = p.block_cols[mid];
-    if (c == col) return mid;
-    if (c < col) lo = mid + 1;
-    else hi = mid;
-  }
-  return -1;
-}
-
-/// What a tile computes: the A tile (64-row slab `mt`) and B tile (block column `nt`), and where
-/// its rows go. Pair mode: rows 0-31 to pattern entry `top`, rows 32-63 to `bottom` (-1: not in
-/// the pattern); else to entry `top`, slice `bottom` of it. Returns false for a skipped tile (an odd
-/// block row whose even partner is present). Producer and consumers evaluate it alike.
-struct SddTile {
-  int mt, nt, top, bottom;
-};
-template <class Cfg>
-__device__ __forceinline__ bool sdd_tile(const SddArgs& p, int tile, SddTile& t) {
-  if constexpr (Cfg::kPair) {
-    const int r = p.block_rows[tile], c = p.block_cols[tile];
-    const int partner = find_block(p, r ^ 1, c);
-    if ((r & 1) && partner >= 0) return false;
-    t.mt = r >> 1;
-    t.nt = c;
-    t.top = (r & 1) ? -1 : tile;
-    t.bottom = (r & 1) ? tile : partner;
-  } else {
-    const int blk = tile / Cfg::kSlices, slice = tile % Cfg::kSlices;
-    t.mt = p.block_rows[blk] * Cfg::kSlices + slice;
-    t.nt = p.block_cols[blk];
-    t.top = blk;
-    t.bottom = slice;
-  }
-  return true;
-}
 
 /// A: m × k with unit row stride (column stride lda); B viewed as n × k with unit stride along n
 /// (row stride ldb of the k × n matrix). Both in CuTe's (M or N, K) operand convention.
@@ -128,6 +76,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   using T = typename Cfg::T;
   using State = cutlass::PipelineState<Cfg::kPerRing>;
   constexpr int kTM = Cfg::kTM, kBN = Cfg::kBN, kBK = Cfg::kBK, kPerRing = Cfg::kPerRing;
+  constexpr int kSlices = kBN / kTM;
 
   extern __shared__ __align__(1024) char smem_raw[];
   auto& S = *reinterpret_cast<typename Cfg::Shared*>(smem_raw);
@@ -150,13 +99,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
     auto [tBgB, tBsB] = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB), group_modes<0, 2>(gB));
     State state(0, 1, 0);
-    int parity = 0;  // the CTA's computed tiles alternate between the two consumers
-    for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
-      SddTile t;
-      if (!sdd_tile<Cfg>(p, tile, t)) continue;
-      parity ^= 1;
-      if ((parity ^ 1) != ring) continue;
-      const int mt = t.mt, nt = t.nt;
+    int parity = 0;
+    for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
+      if (parity != ring) continue;
+      const int blk = tile / kSlices, slice = tile % kSlices;
+      const int mt = p.block_rows[blk] * kSlices + slice, nt = p.block_cols[blk];
       for (int k = 0; k < nk; ++k) {
         wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty", state.index(), tile);
         auto& full = S.rings.full[ring][state.index()];
@@ -184,27 +131,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     State state;
     int parity = 0;
-    for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
-      SddTile t;
-      if (!sdd_tile<Cfg>(p, tile, t)) continue;
-      parity ^= 1;
-      if ((parity ^ 1) != ring) continue;
+    for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
+      if (parity != ring) continue;
       consume_tile(S.rings, ring, state, nk, tile, mma, tCrA, tCrB, acc);
 
-      if constexpr (Cfg::kPair) {  // rows 0-31: block (2t, c); rows 32-63: block (2t + 1, c)
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc); i += 2) {
-          const auto rc = tCcC(i);
-          const int row = get<0>(rc), e = row < kBN ? t.top : t.bottom;
-          if (e >= 0) store_pair(out + std::int64_t(e) * kBN * kBN + (row % kBN) * kBN + get<1>(rc), acc(i), acc(i + 1));
-        }
-      } else {
-        T* dst = out + std::int64_t(t.top) * kBN * kBN + std::int64_t(t.bottom) * kTM * kBN;
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc); i += 2) {
-          const auto rc = tCcC(i);
-          store_pair(dst + get<0>(rc) * kBN + get<1>(rc), acc(i), acc(i + 1));
-        }
+      const int blk = tile / kSlices, slice = tile % kSlices;
+      T* dst = out + std::int64_t(blk) * kBN * kBN + std::int64_t(slice) * kTM * kBN;
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); i += 2) {
+        const auto rc = tCcC(i);
+        store_pair(dst + get<0>(rc) * kBN + get<1>(rc), acc(i), acc(i + 1));
       }
     }
   }
@@ -222,10 +158,8 @@ bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, i
   {
     using T = typename Cfg::T;
     constexpr std::uint64_t E = sizeof(T);
-    if (!tma_encodable<T>(p.a, std::uint64_t(a_rows), std::uint64_t(p.k), std::uint64_t(p.lda) * E, Cfg::kTM,
-                          Cfg::kBK) ||
-        !tma_encodable<T>(p.b, std::uint64_t(b_cols), std::uint64_t(p.k), std::uint64_t(p.ldb) * E,
-                          std::min(Cfg::kBN, 64), Cfg::kBK)) {
+    if (!tma_encodable<T>(p.a, std::uint64_t(a_rows), std::uint64_t(p.k), std::uint64_t(p.lda) * E, 64, Cfg::kBK) ||
+        !tma_encodable<T>(p.b, std::uint64_t(b_cols), std::uint64_t(p.k), std::uint64_t(p.ldb) * E, 64, Cfg::kBK)) {
       return false;
     }
   }
@@ -233,10 +167,9 @@ bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, i
                            typename Cfg::SmemLayoutA{}(_, _, 0), make_shape(Int<Cfg::kTM>{}, Int<Cfg::kBK>{}));
   TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, sdd_b_view<Cfg>(p.b, b_cols, p.k, p.ldb),
                            typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
-  const std::int64_t n_tiles = std::int64_t(nnz_blocks) * Cfg::kSlices;
+  const std::int64_t n_tiles = std::int64_t(nnz_blocks) * (kBlock / Cfg::kTM);
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 sdd): too many tiles");
-  SK_EXPECTS(!Cfg::kPair || p.row_offsets != nullptr, "bsr (sm90 sdd): blocks of 32 need the row-wise index set");
-  SddArgs args{p.out_values, p.block_rows, p.block_cols, p.row_offsets, a_rows / kBlock, int(n_tiles), p.k};
+  SddArgs args{p.out_values, p.block_rows, p.block_cols, int(n_tiles), p.k};
   constexpr auto kernel = sdd_kernel<Cfg, TA, TB>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));

@@ -37,9 +37,6 @@ struct TcParams {
   const std::int32_t* block_rows = nullptr;
   const std::int32_t* block_cols = nullptr;
   void* out_values = nullptr;
-  /// sdd, sm_90 blocks of 32: the row-wise index set (block rows + 1 offsets into block_cols, whose
-  /// entries per row are strictly increasing), to find a block's partner in the next block row.
-  const std::int32_t* row_offsets = nullptr;
 
   std::int64_t m = 0;  ///< dds: rows of A and C
   std::int64_t a_cols = 0;  ///< dds: columns of A (k); read by the sm_90 path's TMA descriptor
