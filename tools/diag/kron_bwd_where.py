@@ -126,13 +126,13 @@ for batch, sizes in FULL:
 # The transposed copy of the step-wise backward: the library's tiled kernel against torch's.
 from sparsekern import _C  # noqa: E402
 from sparsekern._core import as_dlpack  # noqa: E402
-for rows, cols in ((4096, 4096), (1024, 4096), (128, 32768)):
-    t = torch.randn(rows, cols, device=dev)
-    o = torch.empty(cols, rows, device=dev)
+for nr, nc in ((4096, 4096), (1024, 4096), (128, 32768)):  # not `rows`: that is the results list
+    t = torch.randn(nr, nc, device=dev)
+    o = torch.empty(nc, nr, device=dev)
     ours = graph_time_ms(lambda: _C.transpose(as_dlpack(t), as_dlpack(o), torch.cuda.current_stream().cuda_stream), dev)
     theirs = graph_time_ms(lambda: t.mT.contiguous(), dev)
     gbs = 2 * t.numel() * 4 / 1e3
-    print(f"transpose {rows}x{cols} fp32: ours {1e3 * ours:.1f} µs ({gbs / (1e3 * ours):.0f} GB/s), "
+    print(f"transpose {nr}x{nc} fp32: ours {1e3 * ours:.1f} µs ({gbs / (1e3 * ours):.0f} GB/s), "
           f"torch {1e3 * theirs:.1f} µs ({gbs / (1e3 * theirs):.0f} GB/s)", flush=True)
 
 # cProfile of the smallest case's backward (host side).
