@@ -27,7 +27,15 @@ factors with p·q ≥ 1024 each ((128,[32,32,32]) 246 against 351); everything e
 keeps the fused backward, e.g. (1024,[32,32]) 105 µs fused against 228, (1024,[8,8,8,8]) 232
 against 635. ``SPARSEKERN_KRON_BWD=steps`` or ``=fused`` (read on every backward call) forces one.
 Under ``torch.compile`` the choice is made when the backward is traced. The steps backward is made
-of differentiable torch ops, so it also supports double backward (``create_graph=True``).
+of differentiable torch ops, so it also supports double backward (``create_graph=True``); in a
+plain backward on CUDA its one transposed copy (of ∂ℓ/∂y) runs the library's tiled transpose.
+
+Kept states: an eager forward that records autograd and will take the fused native backward keeps
+the intermediate states between its kernels (plans of several kernel groups whose backward runs
+the same groups, e.g. two cuBLAS steps for factors of 128) instead of letting the backward
+recompute them: about one x-sized buffer per extra group, held until the backward
+(``SPARSEKERN_KRON_SAVE_STATES=0``: recompute; H200, (1024,[128,128]) backward 529 µs kept
+against 648 µs recomputed).
 ``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0) makes its ∂ℓ/∂F GEMMs B batched
 GEMMs over slices of the long contraction, summed.
 """
