@@ -30,14 +30,15 @@ Under ``torch.compile`` the choice is made when the backward is traced. The step
 of differentiable torch ops, so it also supports double backward (``create_graph=True``); in a
 plain backward on CUDA its one transposed copy (of ∂ℓ/∂y) runs the library's tiled transpose.
 
+``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0) makes its ∂ℓ/∂F GEMMs B batched
+GEMMs over slices of the long contraction, summed.
+
 Kept states: an eager forward that records autograd and will take the fused native backward keeps
 the intermediate states between its kernels (plans of several kernel groups whose backward runs
 the same groups, e.g. two cuBLAS steps for factors of 128) instead of letting the backward
 recompute them: about one x-sized buffer per extra group, held until the backward
 (``SPARSEKERN_KRON_SAVE_STATES=0``: recompute; H200, (1024,[128,128]) backward 529 µs kept
 against 648 µs recomputed).
-``SPARSEKERN_KRON_BWD_SPLIT=B`` (a measurement knob, default 0) makes its ∂ℓ/∂F GEMMs B batched
-GEMMs over slices of the long contraction, summed.
 """
 from __future__ import annotations
 
