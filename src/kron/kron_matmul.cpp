@@ -373,6 +373,14 @@ std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
   return bwd.off_grad[0];  // the saved states come first; the state gradients start after them
 }
 
+/// The same from the forward's side: plans the backward (into `bwd`) only when the forward has
+/// intermediate states at all, so that a one-group product (most fused ones) pays no second plan.
+std::size_t saved_bytes(const Run& r, const Plan& fwd, Plan& bwd) {
+  if (fwd.segs.size() < 2) return 0;
+  bwd = plan_for(r, true);
+  return saved_bytes(fwd, bwd);
+}
+
 /// Whether `saved` (a caller's saved_states buffer) is to be used: given and needed. A buffer that
 /// is given but too small is an error (it was made for other shapes), not silently ignored.
 bool use_saved(const Workspace& saved, std::size_t need, const char* fn) {
@@ -386,13 +394,15 @@ bool use_saved(const Workspace& saved, std::size_t need, const char* fn) {
 
 std::size_t matmul_saved_states_size(const MatmulParams& p) {
   const Run r = checked_forward(p, nullptr);
-  return saved_bytes(plan_for(r, false), plan_for(r, true));
+  Plan bwd;
+  return saved_bytes(r, plan_for(r, false), bwd);
 }
 
 std::size_t matmul_workspace_size(const MatmulParams& p) {
   const Run r = checked_forward(p, nullptr);
   const Plan plan = plan_for(r, false);
-  if (p.saved_states.data != nullptr && saved_bytes(plan, plan_for(r, true)) > 0) return 0;
+  Plan bwd;
+  if (p.saved_states.data != nullptr && saved_bytes(r, plan, bwd) > 0) return 0;
   return plan.ws_bytes;
 }
 
@@ -402,10 +412,7 @@ void matmul(const MatmulParams& p, Stream stream) {
   // Keeping the states: each group's output goes where the backward plan reads that state.
   Plan bwd;
   bool keep = false;
-  if (p.saved_states.data != nullptr) {
-    bwd = plan_for(r, true);
-    keep = use_saved(p.saved_states, saved_bytes(plan, bwd), "matmul");
-  }
+  if (p.saved_states.data != nullptr) keep = use_saved(p.saved_states, saved_bytes(r, plan, bwd), "matmul");
   if (!keep) check_workspace(p.workspace, plan.ws_bytes, "matmul");
   if (r.sh.M == 0) return;
   const std::size_t NS = plan.segs.size();
@@ -464,7 +471,7 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
 std::pair<Plan, std::size_t> backward_plan(const Run& r, const MatmulBackwardParams& p, const char* fn) {
   Plan plan = plan_for(r, true);
   std::size_t shift = 0;
-  if (p.saved_states.data != nullptr) {
+  if (p.saved_states.data != nullptr && plan.segs.size() >= 2) {
     const std::size_t need = saved_bytes(plan_for(r, false), plan);
     if (use_saved(p.saved_states, need, fn)) shift = need;
   }
