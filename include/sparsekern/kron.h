@@ -128,6 +128,17 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream);
 void set_forward_kernel(const std::string& name);
 std::string forward_kernel();
 
+/// The fused native backward of a two-factor fp32 product whose factors are at most 64 × 64 with
+/// sides that are multiples of 4: "auto" or "new" (the default; the register-tile backward, one
+/// kernel computing ∂ℓ/∂X and both ∂ℓ/∂F with the ∂ℓ/∂F sums kept in registers) or "old" (the
+/// generic fused backward that every other shape runs). SPARSEKERN_KRON_BWD_KERNEL chooses it, read
+/// once at the first backward plan; set_backward_kernel overrides that for the process ("" reads
+/// the environment again). "new:tile=8,rows=N,stages=1|2,grid=N" overrides the plan's choices (for
+/// measurements and tests); any other name throws InvalidArgument. backward_kernel() returns the
+/// selection in the same syntax.
+void set_backward_kernel(const std::string& name);
+std::string backward_kernel();
+
 /// One line per kernel of the execution plan matmul() (or, with `backward`, matmul_backward())
 /// would run for these shapes on this device: fused groups with their tiles, cuBLAS steps. For
 /// diagnostics and benchmark reports.

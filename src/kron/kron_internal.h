@@ -136,6 +136,31 @@ struct FastArgs {
   int vec_y = 0;            ///< 16-byte vector stores of Y allowed
 };
 
+/// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
+struct FastBwdArgs {
+  const float* x = nullptr;  long long ldx = 0;
+  const float* g = nullptr;  long long ldg = 0;
+  float* gx = nullptr;       long long ldgx = 0;  ///< null: ∂ℓ/∂X not wanted
+  float* partial = nullptr;                        ///< block b: ∂ℓ/∂F0 [p0][q0] then ∂ℓ/∂F1 [p1][q1]
+  long long part_stride = 0;
+  long long M = 0;
+  const void* f0 = nullptr; long long f0_rs = 0, f0_cs = 0;
+  const void* f1 = nullptr; long long f1_rs = 0, f1_cs = 0;
+  int p0 = 0, q0 = 0, p1 = 0, q1 = 0;
+  int p0p = 8, q0p = 8, p1p = 8, q1p = 8;  ///< widths rounded up to 8, 16, 32 or 64
+  int chunks = 1;                           ///< rows of X per tile
+  long long ntiles = 0;
+  int nstage = 1;
+  int rb = 0, dtp = 0, ttp = 0, gnp = 0;
+  int off_f1 = 0, off_f0t = 0, off_f1t = 0;
+  int off_in[2] = {0, 0};                   ///< stage s: XT, XN, DN, DT from here on
+  int in_xn = 0, in_dn = 0, in_dt = 0;      ///< offsets within a stage
+  int off_t0t = 0, off_gn = 0, off_gt = 0;
+  int off_scratch = 0;                      ///< end of the block: split sums of ∂ℓ/∂F
+  FastDiv div_p0;
+  int vec_x = 0, vec_g = 0, vec_gx = 0;
+};
+
 /// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B
 /// have the operands' dtype; C has it too, or the accumulator type when `c_acc`.
 struct GemmDesc {
@@ -237,6 +262,10 @@ struct ModeDims {
 /// The layout for `chunks` rows per tile and `nstage` X buffers (chunks = 0: sizes per chunk only).
 FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstage);
 
+/// The layout of the two-factor register-tile backward (kron_fast_bwd.h) for `chunks` rows per tile:
+/// fills a's sizes, pitches and shared-memory offsets; returns its shared memory in bytes.
+std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int nstage, FastBwdArgs& a);
+
 
 /// Plans the kernels for M rows and these factor shapes on a device with `lim`.
 /// `backward` plans the recompute + backward (fused groups then hold more buffers).
@@ -257,6 +286,9 @@ class Backend {
   /// per block (256, or 128 with 8 × 8 tiles).
   virtual void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem,
                                   Device device, Stream stream) = 0;
+  /// The two-factor register-tile fp32 backward (kron_fast_bwd.h), `tile` × `tile` step tiles (8 or 4).
+  virtual void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
+                                   Stream stream) = 0;
   virtual void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math math, Workspace blas, Device device,
                     Stream stream) = 0;
   virtual void reduce(DType dtype, const ReduceDesc& r, Device device, Stream stream) = 0;

@@ -238,6 +238,39 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
   const long long M = r.sh.M;
   const std::size_t as = detail::acc_size(r.dtype);
   auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
+  if (seg.kind == SegKind::fused && seg.fast) {  // two modes, fp32, L = 1: x is X, g is ∂ℓ/∂Y
+    detail::FastBwdArgs a;
+    detail::fast_bwd_layout(r.sh.modes, seg.fast_chunks, seg.fast_nstage, a);
+    a.x = static_cast<const float*>(x); a.ldx = ldx;
+    a.g = static_cast<const float*>(g); a.ldg = ldg;
+    a.gx = static_cast<float*>(gx); a.ldgx = ldgx;
+    a.partial = reinterpret_cast<float*>(partial);
+    a.part_stride = seg.part_stride;
+    a.M = M;
+    a.f0 = r.factors[0].data; a.f0_rs = r.factors[0].row_stride; a.f0_cs = r.factors[0].col_stride;
+    a.f1 = r.factors[1].data; a.f1_rs = r.factors[1].row_stride; a.f1_cs = r.factors[1].col_stride;
+    a.ntiles = seg.ntiles;
+    a.div_p0 = detail::FastDiv(a.p0);
+    a.vec_x = vec_ok(r, x, ldx, 4) ? 1 : 0;
+    a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
+    a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
+    if (seg.ntiles > 0) r.be->fused_backward_fast(seg.fast_tile, a, seg.grid, seg.smem, r.device, r.stream);
+    detail::ReduceBatch rb;
+    for (int k = 0; k < 2; ++k) {
+      if (!wants(k)) continue;
+      ReduceDesc& rd = rb.d[rb.n++];
+      rd.partial = partial + static_cast<std::size_t>(k == 0 ? 0 : a.p0 * a.q0) * sizeof(float);
+      rd.count = seg.ntiles > 0 ? seg.grid : 0;
+      rd.stride = seg.part_stride;
+      rd.p = k == 0 ? a.p0 : a.p1;
+      rd.q = k == 0 ? a.q0 : a.q1;
+      rd.out = grad_factors[k].data;
+      rd.out_rs = grad_factors[k].row_stride;
+      rd.out_cs = grad_factors[k].col_stride;
+    }
+    if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+    return;
+  }
   if (seg.kind == SegKind::fused) {
     FusedArgs a = fused_args(seg, r.sh, r.factors);
     a.x = x; a.ldx = ldx;
@@ -560,7 +593,11 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
     for (int k = seg.first; k < seg.first + seg.count; ++k)
       append(os, concat(k > seg.first ? " " : "", r.sh.modes[k].p, "x", r.sh.modes[k].q));
     append(os, concat("] L=", seg.L));
-    if (seg.kind == SegKind::fused && seg.fast) {
+    if (seg.kind == SegKind::fused && seg.fast && plan.backward) {
+      append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=regtile-bwd regs=", seg.fast_tile, "x",
+                        seg.fast_tile, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage, " smem=", seg.smem,
+                        " tiles=", seg.ntiles, " grid=", seg.grid));
+    } else if (seg.kind == SegKind::fused && seg.fast) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=fast regs=", seg.fast_tile, "x",
                         seg.fast_tile, " threads=", seg.fast_threads, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage,
                         " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));

@@ -8,6 +8,7 @@
 
 #include "../common/dispatch.h"
 #include "kron_fast.h"
+#include "kron_fast_bwd.h"
 #include "kron_internal.h"
 #include "kron_tile.h"
 
@@ -114,6 +115,26 @@ void run_fast(int threads, const FastArgs& a, long long grid, std::size_t smem) 
   }
 }
 
+template <int TILE>
+void run_fast_bwd(const FastBwdArgs& a, long long grid, std::size_t smem) {
+  const std::size_t n = smem / sizeof(float) + 1;
+  const double work = static_cast<double>(a.M) * a.p0 * a.p1 * 5.0 * 64.0;
+#if defined(_OPENMP)
+#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#endif
+  {
+    std::vector<float> sm(n);
+    HostExecRegs<FastBwdRegs<TILE>> ex(kThreads);
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long long b = 0; b < grid; ++b) {
+      poison(sm);  // a read of anything the program did not write poisons its output
+      fast_backward2_program<TILE>(a, ex, sm.data(), b, grid);
+    }
+  }
+}
+
 template <class Ops>
 void run_fused_rn(bool backward, int rn, const FusedArgs& a, long long grid, std::size_t smem) {
   if (rn == 4)
@@ -185,6 +206,13 @@ class CpuBackend final : public Backend {
   void fused_backward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem, Device,
                       Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] { run_fused_rn<HostOps<T>>(true, rn, a, grid, smem); });
+  }
+  void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device,
+                           Stream) override {
+    if (tile == 4)
+      run_fast_bwd<4>(a, grid, smem);
+    else
+      run_fast_bwd<8>(a, grid, smem);
   }
   void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem, Device,
                           Stream) override {

@@ -156,6 +156,12 @@ class CudaBackend final : public Backend {
     fast_forward_f32(tile, threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
   }
 
+  void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
+                           Stream stream) override {
+    sparsekern::detail::DeviceGuard guard(device.index);
+    fast_backward2_f32(tile, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
+  }
+
   void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math math, Workspace blas, Device device,
             Stream stream) override {
     if (g.batch == 0 || g.m == 0 || g.n == 0) return;

@@ -275,6 +275,78 @@ FwdSelect forward_select() {
   return g_select;
 }
 
+/// The fused backward kernel selection (see kron::set_backward_kernel), same syntax as the forward's;
+/// "auto" and "new" both take the register-tile backward wherever it is eligible.
+FwdSelect g_bwd_select;
+
+FwdSelect backward_select() {
+  std::lock_guard<std::mutex> lock(g_select_mutex);
+  if (g_bwd_select.kernel < 0) {
+    const char* env = std::getenv("SPARSEKERN_KRON_BWD_KERNEL");
+    g_bwd_select = parse_forward_kernel(env != nullptr ? env : "", "SPARSEKERN_KRON_BWD_KERNEL");
+  }
+  return g_bwd_select;
+}
+
+/// Whether the two-factor register-tile backward (kron_fast_bwd.h) takes these modes (fp32 and one
+/// group checked by the caller): p, q ≤ 64 and multiples of 4 (16-byte vectors along every index).
+bool fast_bwd_eligible(const std::vector<ModeDims>& modes) {
+  if (modes.size() != 2) return false;
+  for (const ModeDims& d : modes)
+    if (d.p > kMaxFusedDim || d.q > kMaxFusedDim || d.p % 4 != 0 || d.q % 4 != 0) return false;
+  return true;
+}
+
+/// Most outputs of one of its three steps per tile of `chunks` rows (each must fit 256 threads'
+/// register tiles).
+long long fast_bwd_step_outputs(const std::vector<ModeDims>& modes, long long chunks) {
+  const long long p0 = modes[0].p, q0 = modes[0].q, p1 = modes[1].p, q1 = modes[1].q;
+  auto wide = [](long long v) { return std::max<long long>(8, pow2_at_least(static_cast<int>(v))); };
+  return chunks * std::max({wide(q1) * p0, wide(p0) * q1, wide(p1) * p0});
+}
+
+/// Fills seg's fast_* fields for the register-tile backward when it fits; false otherwise.
+bool plan_fast_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
+                   Segment& seg) {
+  if (!fast_bwd_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
+  // Rows per tile: enough tiles for two per SM (the next tile's loads overlap this one's
+  // arithmetic), as many rows as 8 × 8 register tiles of 256 threads hold, and what fits.
+  long long chunks = std::max<long long>(1, M / (2LL * lim.num_sms));
+  while (chunks > 1 && fast_bwd_step_outputs(modes, chunks) > kThreads * 64LL) --chunks;
+  if (sel.rows > 0) chunks = std::min<long long>(chunks, sel.rows);
+  chunks = std::min(chunks, M);
+  if (fast_bwd_step_outputs(modes, chunks) > kThreads * 64LL) return false;
+  // Two stages at the most rows that fit them; one stage (at the most rows) only where two do not
+  // fit even one row.
+  const long long most = chunks;
+  for (int nstage = sel.stages == 1 ? 1 : 2; nstage >= 1; --nstage) {
+    for (chunks = most; chunks >= 1; --chunks) {
+      FastBwdArgs a;
+      const std::size_t smem = fast_bwd_layout(modes, static_cast<int>(chunks), nstage, a);
+      if (smem > lim.smem_block_max) continue;
+      int tile = fast_bwd_step_outputs(modes, chunks) > kThreads * 16LL ? 8 : 4;
+      if (sel.tile == 8) tile = 8;
+      seg.fast = true;
+      seg.fast_tile = tile;
+      seg.fast_threads = kThreads;
+      seg.fast_chunks = static_cast<int>(chunks);
+      seg.fast_nstage = nstage;
+      seg.smem = smem;
+      seg.tm = static_cast<int>(chunks);
+      seg.tl = 1;
+      seg.tiles_l = 1;
+      seg.ntiles = (M + chunks - 1) / chunks;
+      // 8 × 8 tiles: one block per SM (__launch_bounds__(256, 1)); 4 × 4: up to two.
+      const long long per_sm = std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1,
+                                                     tile == 8 ? 1 : 2);
+      seg.grid = std::min<long long>(seg.ntiles, per_sm * lim.num_sms);
+      if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Fills seg's fast_* fields and tile when the register-tile forward fits; false otherwise.
 bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                Segment& seg) {
@@ -397,6 +469,55 @@ FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstag
   return L;
 }
 
+std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int nstage, FastBwdArgs& a) {
+  auto wide = [](long long v) { return std::max(8, pow2_at_least(static_cast<int>(v))); };
+  const int C = chunks;
+  a.p0 = static_cast<int>(modes[0].p);
+  a.q0 = static_cast<int>(modes[0].q);
+  a.p1 = static_cast<int>(modes[1].p);
+  a.q1 = static_cast<int>(modes[1].q);
+  a.p0p = wide(a.p0);
+  a.q0p = wide(a.q0);
+  a.p1p = wide(a.p1);
+  a.q1p = wide(a.q1);
+  a.chunks = C;
+  a.nstage = nstage;
+  // Pitches ≡ 4 (mod 32) where a warp writes or reads along the other index (see kron_fast_bwd.h).
+  a.rb = static_cast<int>(round_up(static_cast<long long>(C) * a.p0, 32) + 4);
+  a.dtp = a.q0p + 4;
+  a.ttp = a.p0p + 4;
+  a.gnp = a.q1p + 4;
+  long long cur = 0;
+  a.off_f1 = 0;
+  cur += static_cast<long long>(a.p1) * a.q1p;
+  a.off_f0t = static_cast<int>(cur);
+  cur += static_cast<long long>(a.q0) * a.p0p;
+  a.off_f1t = static_cast<int>(cur);
+  cur += static_cast<long long>(a.q1) * a.p1p;
+  cur = round_up(cur, 4);
+  const long long P = static_cast<long long>(a.p0) * a.p1, Q = static_cast<long long>(a.q0) * a.q1;
+  const long long xt = round_up(static_cast<long long>(a.p1) * a.rb, 4);
+  a.in_xn = static_cast<int>(xt);
+  a.in_dn = static_cast<int>(xt + C * P);
+  a.in_dt = static_cast<int>(xt + C * P + C * Q);
+  const long long stage = xt + C * P + C * Q + static_cast<long long>(C) * a.q1 * a.dtp;
+  a.off_in[0] = static_cast<int>(cur);
+  a.off_in[1] = static_cast<int>(cur + (nstage == 2 ? stage : 0));
+  a.off_scratch = a.off_in[0];
+  cur += stage * nstage;
+  a.off_t0t = static_cast<int>(cur);
+  cur += static_cast<long long>(C) * a.q1 * a.ttp;
+  a.off_gn = static_cast<int>(cur);
+  cur += static_cast<long long>(C) * a.p0 * a.gnp;
+  a.off_gt = static_cast<int>(cur);
+  cur += static_cast<long long>(a.q1) * a.rb;
+  // The ∂ℓ/∂F split sums at the end reuse the buffers from off_scratch on: at most 8 splits of a p × q
+  // block per mode (see fb_split), 4096 floats each.
+  const long long scratch = a.off_scratch + 2LL * 4096;
+  const long long total = std::max(cur, scratch);
+  return total > (1LL << 29) ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(total) * 4;
+}
+
 Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
                bool backward) {
   Plan plan;
@@ -404,12 +525,26 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   plan.M = M;
   const int n = static_cast<int>(modes.size());
   const std::size_t es = dtype_size(dtype), as = acc_size(dtype);
+  // A two-factor fp32 backward that the register-tile kernel takes is one group whatever the
+  // traffic estimate below says of the generic kernel's groupings.
+  bool fast_bwd = false;
+  if (backward && dtype == DType::f32 && M >= 1 && fast_bwd_eligible(modes) && backward_select().kernel >= 1) {
+    FastBwdArgs a;
+    fast_bwd = fast_bwd_layout(modes, 1, 1, a) <= lim.smem_block_max;
+  }
 
   // Group the modes. Every grouping does the same arithmetic (modes always apply last to first),
   // so groupings differ in memory traffic: each group reads and writes the whole state once, and a
   // group whose tile spans fewer than 32 bytes of consecutive outer indices stores partial sectors.
   // A dynamic program over the cut points picks the grouping with the least estimated traffic.
-  const std::vector<Segment> groups = choose_groups(M, modes, dtype, lim, backward);
+  std::vector<Segment> groups;
+  if (fast_bwd) {
+    groups.emplace_back();
+    groups.back().first = 0;
+    groups.back().count = n;
+  } else {
+    groups = choose_groups(M, modes, dtype, lim, backward);
+  }
   plan.segs.assign(groups.rbegin(), groups.rend());  // execution order: last mode first
 
   // Sizes: the outer index L of a group is Π q of the modes after it (already applied) times Π p
@@ -461,6 +596,11 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       const long long per_sm = std::clamp<long long>(
           static_cast<long long>(lim.smem_per_sm / (seg.smem + 1024)), 1, 2);
       seg.grid = std::min<long long>(seg.ntiles, per_sm * lim.num_sms);
+      // Two modes in one group, fp32: the register-tile backward when selected and it fits.
+      if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
+        const FwdSelect sel = backward_select();
+        if (sel.kernel >= 1) plan_fast_bwd(modes, M, lim, sel, seg);
+      }
     } else {
       seg.grid = std::min<long long>(seg.ntiles, 1LL << 30);
       // One group over every mode, fp32: the register-tile kernel when selected and it fits.
@@ -517,6 +657,26 @@ void set_forward_kernel(const std::string& name) {
       name.empty() ? detail::FwdSelect{} : detail::parse_forward_kernel(name, "the kernel name");
   std::lock_guard<std::mutex> lock(detail::g_select_mutex);
   detail::g_select = sel;  // kernel −1 when empty: the next plan reads the environment again
+}
+
+void set_backward_kernel(const std::string& name) {
+  const detail::FwdSelect sel =
+      name.empty() ? detail::FwdSelect{} : detail::parse_forward_kernel(name, "the kernel name");
+  std::lock_guard<std::mutex> lock(detail::g_select_mutex);
+  detail::g_bwd_select = sel;
+}
+
+std::string backward_kernel() {
+  const detail::FwdSelect sel = detail::backward_select();
+  if (sel.kernel == 0) return "old";
+  if (sel.kernel == 2) return "auto";
+  std::string s = "new:";
+  if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
+  if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
+  if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
+  if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
+  s.pop_back();
+  return s;
 }
 
 std::string forward_kernel() {

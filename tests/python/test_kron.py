@@ -297,6 +297,153 @@ def test_forward_kernel_choice(monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
+# The two-factor register-tile backward (SPARSEKERN_KRON_BWD_KERNEL=old|new; kron_fast_bwd.h)
+# --------------------------------------------------------------------------------------------
+# Two factors with every side a multiple of 4 and at most 64: widths padded up to 8/16/32/64 (4, 12,
+# 20, 24, 28, 40, 60), non-square, rows not a multiple of the rows per tile, a single row.
+BWD_FAST_SHAPES = [
+    (1, [(32, 32), (32, 32)]),
+    (16, [(32, 32), (32, 32)]),
+    (45, [(32, 32), (32, 32)]),
+    (19, [(64, 64), (64, 64)]),
+    (37, [(8, 12), (4, 16)]),
+    (5, [(24, 20), (12, 8)]),
+    (9, [(4, 64), (64, 4)]),
+    (23, [(16, 4), (40, 28)]),
+    (3, [(64, 8), (4, 60)]),
+]
+
+
+def _native_backward(x, fs, g, want_x=True, want=None):
+    """∂ℓ/∂x and ∂ℓ/∂F through _C.kron_matmul_backward into NaN-filled buffers (None where not wanted)."""
+    want = [True] * len(fs) if want is None else want
+    gx = torch.full_like(x, float("nan")) if want_x else None
+    gfs = [torch.full_like(f, float("nan")) if w else None for f, w in zip(fs, want)]
+
+    def alloc(n):
+        buf = torch.full((n,), 255, dtype=torch.uint8, device=x.device)  # NaN bytes: poisoned scratch
+        return buf.data_ptr(), n, buf
+
+    _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g),
+                            as_dlpack(gx) if gx is not None else None,
+                            [as_dlpack(t) if t is not None else None for t in gfs], alloc)
+    return gx, gfs
+
+
+def _check_backward(x, fs, g, gx, gfs, device):
+    x64, f64 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
+    kron_reference(x64, f64).backward(g.double())
+    if gx is not None:
+        assert rel_error(gx, x64.grad) <= _tol(torch.float32, device, 4)
+    for a, f in zip(gfs, f64):
+        if a is not None:
+            assert rel_error(a, f.grad) <= _tol(torch.float32, device, 4)
+
+
+@pytest.mark.parametrize("sel", ["new", "old", "new:stages=1", "new:tile=8", "new:rows=1,grid=2",
+                                 "new:rows=3,stages=1,grid=3", "new:tile=8,rows=2,grid=3"])
+@pytest.mark.parametrize("batch,shapes", BWD_FAST_SHAPES)
+def test_backward_fast(device, sel, batch, shapes):
+    """Every plan variant of the register-tile backward (and the generic kernel, "old") against
+    float64: ∂ℓ/∂x and both ∂ℓ/∂F, buffers poisoned first, several tiles per block (grid caps)."""
+    _C.kron_set_backward_kernel(sel)
+    try:
+        x, fs = _make(batch, shapes, torch.float32, device)
+        plan = _plan(batch, shapes, backward=True, device=device)
+        assert ("kernel=regtile-bwd" in plan) == (sel != "old"), plan
+        if "stages=1" in sel:
+            assert "stages=1" in plan
+        if "tile=8" in sel:
+            assert "regs=8x8" in plan
+        if "grid=" in sel and batch >= 9:  # rows ≤ 3: at least 3 tiles
+            assert " grid=" + sel.split("grid=")[1].split(",")[0] in plan
+        g = randn(batch, math.prod(q for _, q in shapes), device=device)
+        gx, gfs = _native_backward(x, fs, g)
+        _check_backward(x, fs, g, gx, gfs, device)
+    finally:
+        _C.kron_set_backward_kernel("")
+
+
+@pytest.mark.parametrize("want_x,want", [(False, [True, True]), (True, [False, True]), (True, [True, False]),
+                                         (False, [False, True])])
+def test_backward_fast_partial(device, want_x, want):
+    """Only some gradients wanted: the others untouched, the wanted ones right."""
+    x, fs = _make(21, [(32, 32), (16, 8)], torch.float32, device)
+    assert "kernel=regtile-bwd" in _plan(21, [(32, 32), (16, 8)], backward=True, device=device)
+    g = randn(21, 32 * 8, device=device)
+    gx, gfs = _native_backward(x, fs, g, want_x, want)
+    assert (gx is None) == (not want_x)
+    _check_backward(x, fs, g, gx, gfs, device)
+
+
+def test_backward_fast_strided(device):
+    """Rows of x, ∂ℓ/∂y and ∂ℓ/∂x with strides that are not multiples of 4 floats and 4-byte
+    offsets (no 16-byte vectors), transposed factors."""
+    batch, shapes = 13, [(32, 16), (8, 32)]
+    P, Q = 32 * 8, 16 * 32
+    x = randn(batch, P + 3, device=device)[:, 1:P + 1]
+    fs = [randn(q, p, device=device).mT for p, q in shapes]
+    assert "kernel=regtile-bwd" in _plan(batch, shapes, backward=True, device=device)
+    g = randn(batch, Q + 5, device=device)[:, 3:Q + 3]
+    gbuf = torch.full((batch, P + 1), float("nan"), device=device)
+    gx = gbuf[:, 1:]
+    gfs = [torch.full((p, q), float("nan"), device=device) for p, q in shapes]
+
+    def alloc(n):
+        buf = torch.full((n,), 255, dtype=torch.uint8, device=device)
+        return buf.data_ptr(), n, buf
+
+    _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
+                            [as_dlpack(t) for t in gfs], alloc)
+    _check_backward(x, fs, g, gx, gfs, device)
+    assert torch.isnan(gbuf[:, 0]).all()  # nothing written outside ∂ℓ/∂x
+
+
+def test_backward_fast_autograd(device, monkeypatch):
+    """Through kron_matmul's autograd, with the fused native backward forced (CUDA's default rule
+    may run the step-wise one)."""
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD", "fused")
+    x, fs = _make(33, [(32, 32), (32, 32)], torch.float32, device, grad=True)
+    y = kron_matmul(x, fs)
+    g = randn(*y.shape, device=device)
+    y.backward(g)
+    _check_backward(x.detach(), [f.detach() for f in fs], g, x.grad, [f.grad for f in fs], device)
+
+
+def test_backward_kernel_choice(monkeypatch):
+    """Which backward plans take the register-tile kernel, and the selection's syntax."""
+    _C.kron_set_backward_kernel("")
+    assert _C.kron_backward_kernel() == "auto"
+    assert "kernel=regtile-bwd" in _plan(1024, [(64, 64)] * 2, backward=True)
+    assert "kernel=regtile-bwd" in _plan(1024, [(32, 32)] * 2, backward=True)
+    assert "kernel=regtile-bwd" not in _plan(1024, [(64, 64)] * 2, torch.float64, backward=True)
+    assert "kernel=regtile-bwd" not in _plan(1024, [(8, 7), (8, 8)], backward=True)  # q % 4
+    assert "kernel=regtile-bwd" not in _plan(1024, [(6, 8), (8, 8)], backward=True)  # p % 4
+    assert "kernel=regtile-bwd" not in _plan(1024, [(16, 16)] * 3, backward=True)  # three factors
+    assert "kernel=regtile-bwd" not in _plan(1024, [(128, 64), (8, 8)], backward=True)  # p > 64
+    assert "kernel=regtile-bwd" not in _plan(1024, [(64, 64)] * 2)  # forward plan
+    for bad in ["fast", "new:tile=5", "new:rows=0", "new:foo=1"]:
+        with pytest.raises(ValueError, match="kernel name"):
+            _C.kron_set_backward_kernel(bad)
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD_KERNEL", "old")
+    _C.kron_set_backward_kernel("")  # re-read
+    try:
+        assert _C.kron_backward_kernel() == "old"
+        assert "kernel=regtile-bwd" not in _plan(1024, [(32, 32)] * 2, backward=True)
+        monkeypatch.setenv("SPARSEKERN_KRON_BWD_KERNEL", "new:rows=2")
+        _C.kron_set_backward_kernel("")
+        assert _C.kron_backward_kernel() == "new:rows=2"
+        assert "rows=2 " in _plan(1024, [(32, 32)] * 2, backward=True)
+        monkeypatch.setenv("SPARSEKERN_KRON_BWD_KERNEL", "bogus")
+        _C.kron_set_backward_kernel("")
+        with pytest.raises(ValueError, match="SPARSEKERN_KRON_BWD_KERNEL"):
+            _C.kron_backward_kernel()
+    finally:
+        monkeypatch.delenv("SPARSEKERN_KRON_BWD_KERNEL")
+        _C.kron_set_backward_kernel("")
+
+
+# --------------------------------------------------------------------------------------------
 # Backward
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,0 +1,409 @@
+#pragma once
+// Register-tile fused backward of a two-factor fp32 product (one group, L = 1): the block program
+// shared by the CUDA kernel (kron_fast_bwd_f32.cu) and the CPU backend's emulation.
+//
+// Math. A row of X is (i0, i1) (i0 < p0 outer, i1 < p1 inner), a row of G = ∂ℓ/∂Y is (j0, j1).
+//   T0(i0, j1)   = Σ_i1 X(i0, i1) F1(i1, j1)          (the forward's intermediate state)
+//   G1(i0, j1)   = Σ_j0 F0(i0, j0) G(j0, j1)          (G pulled back through mode 0)
+//   ∂ℓ/∂F0(i0, j0) = Σ_rows Σ_j1 T0(i0, j1) G(j0, j1)
+//   ∂ℓ/∂F1(i1, j1) = Σ_rows Σ_i0 X(i0, i1) G1(i0, j1)
+//   ∂ℓ/∂X(i0, i1)  = Σ_j1 G1(i0, j1) F1(i1, j1)
+// Five GEMMs per tile of rows, each with the FLOPs of one forward step (the forward has two).
+//
+// Why this kernel. The generic fused backward (kron_tile.h) gives each lane its own rows with 4 × 8
+// register tiles (3/4 of the threads idle on 32 × 32 steps), sums ∂ℓ/∂F with 4 × 4 tiles of scalar
+// shared-memory loads (8 loads per 16 FMAs), and adds every tile's ∂ℓ/∂F into the block's partial
+// sum in global memory (a read-modify-write of p·q values per mode and tile). Here
+//   - every GEMM is kron_fast.h's register-tile product Out(j, n) = Σ_k A[k, j] · B(k, n): 16-byte
+//     operand vectors, lane pairs reading equal addresses;
+//   - the ∂ℓ/∂F sums stay in registers (a 4 × 4 tile per thread and mode) across all of a block's
+//     tiles; the block writes its partial sums once, at the end, and the existing reduction kernel
+//     adds the blocks' partials (deterministic);
+//   - X and G of the next tile load with cp.async while this tile computes (two stages when they
+//     fit in shared memory; with one stage, the half of the inputs that the last phase does not
+//     read loads during it).
+// The ∂ℓ/∂F GEMMs contract over (row, other index), so their operands must be laid out with that
+// index major: X and G arrive twice (L2 serves the second read), once natural and once transposed,
+// and the steps write their outputs in the layout their consumers read.
+//
+// Shared-memory buffers of a tile of C rows (floats; "k" is the contraction index of the reader):
+//   XT  [i1][c·p0 + i0]       pitch rb   (T0 step: B, k = i1)                      per stage
+//   XN  [c·p0 + i0][i1]       pitch p1   (∂ℓ/∂F1: B, k = (c, i0))                  per stage
+//   DN  [c][j0·q1 + j1]       chunk Q    (G1 step: B(k = j0, n = (c, j1)), stride q1) per stage
+//   DT  [c·q1 + j1][j0]       pitch dtp  (∂ℓ/∂F0: A, k = (c, j1))                  per stage
+//   T0T [c·q1 + j1][i0]       pitch ttp  (∂ℓ/∂F0: B)
+//   GN  [c·p0 + i0][j1]       pitch gnp  (∂ℓ/∂F1: A)
+//   GT  [j1][c·p0 + i0]       pitch rb   (∂X step: B, k = j1)
+//   F1 [i1][j1] pitch q1p, F0T [j0][i0] pitch p0p, F1T [j1][i1] pitch p1p (zero-padded).
+// Phases per tile: W (wait for this tile's inputs, start the next tile's), A (T0 and G1 steps),
+// B (∂ℓ/∂F0, ∂ℓ/∂F1, ∂X step and its stores). After the last tile: the blocks' partial sums.
+
+#include "kron_fast.h"
+
+namespace sparsekern::kron::detail {
+
+/// A thread's registers across barriers: the step tile and the two ∂ℓ/∂F tiles.
+template <int TM>
+struct FastBwdRegs {
+  float acc[TM][TM];
+  float df0[4][4];
+  float df1[4][4];
+};
+
+/// dst ← valid ? 16 bytes at src : 0, asynchronously on the GPU (both 16-byte aligned).
+SK_KRON_FN void copy16_async(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  for (int i = 0; i < 4; ++i) dst[i] = valid ? src[i] : 0.0f;
+#endif
+}
+
+/// acc += Σ_{k < K} A[k, j-tile] ⊗ B(k, n-tile), A rows `astride` apart (kron_fast.h's fast_mma
+/// without the zeroing, with a run-time A pitch).
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_mma_acc(const float* fa, int astride, const float* const (&b)[TN / 4], int bstride, int K,
+                             float (&acc)[TM][TN]) {
+  constexpr int LJ = FastGeo<TM, TN, QP>::LJ;
+#if defined(__CUDACC__)
+#pragma unroll 4
+#endif
+  for (int k = 0; k < K; ++k) {
+    float av[TM], bv[TN];
+    SK_KRON_UNROLL
+    for (int w = 0; w < TM / 4; ++w) lds4(fa + k * astride + w * 4 * LJ, av + 4 * w);
+    SK_KRON_UNROLL
+    for (int v = 0; v < TN / 4; ++v) lds4(b[v] + k * bstride, bv + 4 * v);
+    SK_KRON_UNROLL
+    for (int i = 0; i < TM; ++i) {
+      SK_KRON_UNROLL
+      for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
+    }
+  }
+}
+
+/// Rows m0 … m0+C−1 of a row-major matrix (rows past M zero) → dst[c·len + e], natural order.
+SK_KRON_FN void fb_issue_rows(const float* src, long long ld, int len, bool vec, long long M, long long m0, int C,
+                              float* dst, int tid, int nt) {
+  for (int c = 0; c < C; ++c) {
+    const long long m = m0 + c;
+    const bool valid = m < M;
+    const float* row = src + (valid ? m : 0) * ld;
+    float* d = dst + static_cast<long long>(c) * len;
+    if (vec) {
+      for (int e = 4 * tid; e < len; e += 4 * nt) copy16_async(d + e, row + e, valid);
+    } else {
+      for (int e = tid; e < len; e += nt) copy4_async(d + e, row + e, valid);
+    }
+  }
+}
+
+/// Rows m0 … of a matrix whose row is (hi < H, k < K), row-major → dst[c·cstride + k·pitch + hi]
+/// (rows past M zero). A warp copies 8 consecutive k of 4 consecutive (c, hi): full 32-byte sectors,
+/// and with pitch ≡ 4 (mod 32) its writes hit 32 different banks.
+SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, int K, int pitch, int cstride, long long M,
+                           long long m0, int C, float* dst, int tid, int nt) {
+  const int kk = tid & 7, rstep = nt >> 3;
+  int n = tid >> 3;
+  int c = n / H;
+  int hi = n - c * H;
+  for (; n < C * H; n += rstep) {
+    const long long m = m0 + c;
+    const bool valid = m < M;
+    const float* s = src + (valid ? m : 0) * ld + static_cast<long long>(hi) * K;
+    float* d = dst + c * cstride + hi;
+    for (int k = kk; k < K; k += 8) copy4_async(d + k * pitch, s + k, valid);
+    hi += rstep;
+    while (hi >= H) {
+      hi -= H;
+      ++c;
+    }
+  }
+}
+
+/// Factor copies: F1 [i1][j1] (pitch q1p), F0ᵀ [j0][i0] (pitch p0p), F1ᵀ [j1][i1] (pitch p1p).
+SK_KRON_FN void fb_load_factors(const FastBwdArgs& a, float* sm, int tid, int nt) {
+  const float* f0 = static_cast<const float*>(a.f0);
+  const float* f1 = static_cast<const float*>(a.f1);
+  for (int e = tid; e < a.p1 * a.q1p; e += nt) {
+    const int i = e / a.q1p, j = e - i * a.q1p;
+    sm[a.off_f1 + e] = j < a.q1 ? f1[i * a.f1_rs + j * a.f1_cs] : 0.0f;
+  }
+  for (int e = tid; e < a.q0 * a.p0p; e += nt) {
+    const int j = e / a.p0p, i = e - j * a.p0p;
+    sm[a.off_f0t + e] = i < a.p0 ? f0[i * a.f0_rs + j * a.f0_cs] : 0.0f;
+  }
+  for (int e = tid; e < a.q1 * a.p1p; e += nt) {
+    const int j = e / a.p1p, i = e - j * a.p1p;
+    sm[a.off_f1t + e] = i < a.p1 ? f1[i * a.f1_rs + j * a.f1_cs] : 0.0f;
+  }
+}
+
+/// Starts the copies of tile `tile`'s inputs into stage buffer `in`: part 1 = XT and DN (read by
+/// phase A), part 2 = XN and DT (read by phase B).
+SK_KRON_FN void fb_issue(const FastBwdArgs& a, float* in, long long tile, int part, int tid, int nt) {
+  const long long m0 = tile * a.chunks;
+  const int C = a.chunks;
+  if (part & 1) {
+    fb_issue_t(a.x, a.ldx, a.p0, a.p1, a.rb, a.p0, a.M, m0, C, in, tid, nt);
+    fb_issue_rows(a.g, a.ldg, a.q0 * a.q1, a.vec_g != 0, a.M, m0, C, in + a.in_dn, tid, nt);
+  }
+  if (part & 2) {
+    fb_issue_rows(a.x, a.ldx, a.p0 * a.p1, a.vec_x != 0, a.M, m0, C, in + a.in_xn, tid, nt);
+    fb_issue_t(a.g, a.ldg, a.q0, a.q1, a.dtp, a.q1 * a.dtp, a.M, m0, C, in + a.in_dt, tid, nt);
+  }
+}
+
+/// T0 step: Out(j1, n = (c, i0)) = Σ_i1 F1[i1, j1] XT[i1, n] → T0T[(c·q1 + j1)·ttp + i0].
+template <int TM, int QP>
+SK_KRON_FN void fb_step_t0(const FastBwdArgs& a, const float* xt, float* sm, int tid, float (&acc)[TM][TM]) {
+  using Geo = FastGeo<TM, TM, QP>;
+  const Geo g(tid);
+  const int n_cols = a.chunks * a.p0;
+  const float* b[TM / 4];
+  SK_KRON_UNROLL
+  for (int v = 0; v < TM / 4; ++v) b[v] = xt + (g.nv[v] < n_cols ? g.nv[v] : 0);
+  fast_mma<TM, TM, QP>(sm + a.off_f1 + g.j0, b, a.rb, a.p1, acc);
+  float* t0t = sm + a.off_t0t;
+  SK_KRON_UNROLL
+  for (int v = 0; v < TM / 4; ++v) {
+    const int n = g.nv[v];
+    if (n >= n_cols) continue;
+    const int c = a.div_p0.div(n);
+    const int i0 = n - c * a.p0;  // n … n+3 lie in one chunk (p0 is a multiple of 4)
+    SK_KRON_UNROLL
+    for (int jj = 0; jj < TM; ++jj) {
+      const int j = Geo::jof(g.j0, jj);
+      if (j < a.q1)
+        sts4(t0t + (c * a.q1 + j) * a.ttp + i0, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2],
+             acc[jj][4 * v + 3]);
+    }
+  }
+}
+
+/// G1 step: Out(i0, n = (c, j1)) = Σ_j0 F0ᵀ[j0, i0] DN(c, j0, j1) → GN[(c·p0 + i0)·gnp + j1] and
+/// GT[j1·rb + c·p0 + i0].
+template <int TM, int QP>
+SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, float* sm, int tid, float (&acc)[TM][TM]) {
+  using Geo = FastGeo<TM, TM, QP>;
+  const Geo g(tid);
+  const int Q = a.q0 * a.q1;
+  const int n_cols = a.chunks * a.q1;
+  const float* b[TM / 4];
+  int cv[TM / 4], lov[TM / 4];
+  SK_KRON_UNROLL
+  for (int v = 0; v < TM / 4; ++v) {
+    const int n = g.nv[v] < n_cols ? g.nv[v] : 0;
+    cv[v] = n / a.q1;
+    lov[v] = n - cv[v] * a.q1;
+    b[v] = dn + cv[v] * Q + lov[v];
+  }
+  fast_mma<TM, TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc);
+  float* gn = sm + a.off_gn;
+  float* gt = sm + a.off_gt;
+  SK_KRON_UNROLL
+  for (int v = 0; v < TM / 4; ++v) {
+    if (g.nv[v] >= n_cols) continue;
+    const int c = cv[v], lo = lov[v];  // j1 = lo … lo+3 (q1 is a multiple of 4)
+    SK_KRON_UNROLL
+    for (int jj = 0; jj < TM; ++jj) {
+      const int i = Geo::jof(g.j0, jj);
+      if (i < a.p0)
+        sts4(gn + (c * a.p0 + i) * a.gnp + lo, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2],
+             acc[jj][4 * v + 3]);
+    }
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      float* row = gt + (lo + u) * a.rb + c * a.p0;
+      SK_KRON_UNROLL
+      for (int w = 0; w < TM / 4; ++w) {
+        const int i = g.j0 + w * 4 * Geo::LJ;
+        if (i < a.p0)
+          sts4(row + i, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
+               acc[4 * w + 3][4 * v + u]);
+      }
+    }
+  }
+}
+
+/// ∂X step: Out(i1, n = (c, i0)) = Σ_j1 F1ᵀ[j1, i1] GT[j1, n] → ∂ℓ/∂X[m0 + c, i0·p1 + i1].
+template <int TM, int QP>
+SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* sm, int tid, float (&acc)[TM][TM]) {
+  using Geo = FastGeo<TM, TM, QP>;
+  const Geo g(tid);
+  const int n_cols = a.chunks * a.p0;
+  const float* gt = sm + a.off_gt;
+  const float* b[TM / 4];
+  SK_KRON_UNROLL
+  for (int v = 0; v < TM / 4; ++v) b[v] = gt + (g.nv[v] < n_cols ? g.nv[v] : 0);
+  fast_mma<TM, TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc);
+  const long long m0 = tile * a.chunks;
+  SK_KRON_UNROLL
+  for (int v = 0; v < TM / 4; ++v) {
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      const int n = g.nv[v] + u;
+      if (n >= n_cols) continue;
+      const int c = a.div_p0.div(n);
+      const long long m = m0 + c;
+      if (m >= a.M) continue;
+      float* row = a.gx + m * a.ldgx + static_cast<long long>(n - c * a.p0) * a.p1;
+      SK_KRON_UNROLL
+      for (int w = 0; w < TM / 4; ++w) {
+        const int i = g.j0 + w * 4 * Geo::LJ;
+        if (i >= a.p1) continue;
+        if (a.vec_gx) {
+          stg4(row + i, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
+               acc[4 * w + 3][4 * v + u]);
+        } else {
+          SK_KRON_UNROLL
+          for (int r = 0; r < 4; ++r) row[i + r] = acc[4 * w + r][4 * v + u];
+        }
+      }
+    }
+  }
+}
+
+/// How the warps of a ∂ℓ/∂F product split: 4 × 4 tiles over (j < QP, n < np); `nwn` warps cover n,
+/// the others repeat that over disjoint ranges of k (splits of them).
+struct FbSplit {
+  int nwn = 1, splits = 1;
+};
+SK_KRON_HD FbSplit fb_split(int qp, int np, int nwarps) {
+  const int wn = 4 * (32 / (qp / 4));  // columns n per warp
+  FbSplit s;
+  s.nwn = (np + wn - 1) / wn;
+  s.splits = nwarps / s.nwn;
+  return s;
+}
+
+/// The warp's share of a ∂ℓ/∂F product: df(j, n) += Σ_k A[k, j] B[k, n] over its range of k, with
+/// A rows `astride` apart, B rows `bstride` apart (n < np valid).
+template <int QP>
+SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride, int np, int K, int tid, int nt,
+                        float (&df)[4][4]) {
+  const FbSplit sp = fb_split(QP, np, nt / 32);
+  const int warp = tid >> 5;
+  const int split = warp / sp.nwn;
+  if (split >= sp.splits) return;
+  const FastGeo<4, 4, QP> g((warp - split * sp.nwn) * 32 + (tid & 31));
+  const int kc = (K + sp.splits - 1) / sp.splits;
+  const int k0 = split * kc;
+  const int kn = K - k0 < kc ? K - k0 : kc;
+  if (kn <= 0) return;
+  const float* b[1] = {B + static_cast<long long>(k0) * bstride + (g.nv[0] < np ? g.nv[0] : 0)};
+  fast_mma_acc<4, 4, QP>(A + static_cast<long long>(k0) * astride + g.j0, astride, b, bstride, kn, df);
+}
+
+/// Writes the warp's ∂ℓ/∂F tile (df(j, n) = ∂ℓ/∂F[n, j]) to scratch[split][n·q + j].
+template <int QP>
+SK_KRON_FN void fb_grad_store(const float (&df)[4][4], int np, int q, float* scratch, int tid, int nt) {
+  const FbSplit sp = fb_split(QP, np, nt / 32);
+  const int warp = tid >> 5;
+  const int split = warp / sp.nwn;
+  if (split >= sp.splits) return;
+  using Geo = FastGeo<4, 4, QP>;
+  const Geo g((warp - split * sp.nwn) * 32 + (tid & 31));
+  float* out = scratch + static_cast<long long>(split) * np * q;
+  SK_KRON_UNROLL
+  for (int u = 0; u < 4; ++u) {
+    const int n = g.nv[0] + u;
+    if (n >= np) continue;
+    SK_KRON_UNROLL
+    for (int jj = 0; jj < 4; ++jj) {
+      const int j = Geo::jof(g.j0, jj);
+      if (j < q) out[n * q + j] = df[jj][u];
+    }
+  }
+}
+
+/// Sums the splits of scratch (in split order) into the block's partial sum.
+SK_KRON_FN void fb_grad_reduce(const float* scratch, int splits, int pq, float* part, int tid, int nt) {
+  for (int e = tid; e < pq; e += nt) {
+    float s = 0.0f;
+    for (int k = 0; k < splits; ++k) s += scratch[k * pq + e];
+    part[e] = s;
+  }
+}
+
+/// The block program (`Exec` as in kron_fast.h; regs is the thread's FastBwdRegs<TM>).
+template <int TM, class Exec>
+SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, float* sm, long long block,
+                                            long long grid) {
+  using Regs = FastBwdRegs<TM>;
+  const int nt = ex.nthreads();
+  const bool two = a.nstage == 2;
+  ex.phase([&](int tid, Regs& r) {
+    SK_KRON_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      SK_KRON_UNROLL
+      for (int j = 0; j < 4; ++j) r.df0[i][j] = r.df1[i][j] = 0.0f;
+    }
+    if (block < a.ntiles) fb_issue(a, sm + a.off_in[0], block, 3, tid, nt);
+    async_commit();
+    fb_load_factors(a, sm, tid, nt);
+  });
+  long long i = 0;
+  for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
+    const long long next = tile + grid;
+    const int cur = two ? static_cast<int>(i & 1) : 0;
+    float* const in = sm + a.off_in[cur];
+    // W: this tile's inputs in shared memory; the next tile's (two stages) or this tile's second
+    // half (one stage: its first half was started during the previous tile's phase B) in flight.
+    ex.phase([&](int tid, Regs&) {
+      if (two) {
+        if (next < a.ntiles) fb_issue(a, sm + a.off_in[cur ^ 1], next, 3, tid, nt);
+        async_commit();
+        async_wait<1>();
+      } else {
+        if (i > 0) fb_issue(a, in, tile, 2, tid, nt);
+        async_commit();
+        async_wait<0>();
+      }
+    });
+    // A: T0 = X·F1 and G1 = F0·G, written where phase B reads them.
+    ex.phase([&](int tid, Regs& r) {
+      with_qpad(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
+      with_qpad(a.p0p, [&](auto qp) { fb_step_g1<TM, decltype(qp)::value>(a, in + a.in_dn, sm, tid, r.acc); });
+    });
+    // B: the two ∂ℓ/∂F products and ∂X. With one stage, XT and DN are free now: the next tile's
+    // copies into them start first.
+    const bool issue = !two && next < a.ntiles;
+    ex.phase([&](int tid, Regs& r) {
+      if (issue) {
+        fb_issue(a, in, next, 1, tid, nt);
+        async_commit();
+      }
+      with_qpad(a.q0p, [&](auto qp) {
+        fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, sm + a.off_t0t, a.ttp, a.p0, a.chunks * a.q1, tid, nt,
+                                     r.df0);
+      });
+      with_qpad(a.q1p, [&](auto qp) {
+        fb_grad<decltype(qp)::value>(sm + a.off_gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt,
+                                     r.df1);
+      });
+      if (a.gx != nullptr)
+        with_qpad(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, sm, tid, r.acc); });
+    });
+  }
+  // The block's partial sums: every copy has landed (the last W waited for all of them) and every
+  // thread is past the last phase B, so the scratch may reuse the stage buffers.
+  float* const scratch0 = sm + a.off_scratch;
+  const FbSplit s0 = fb_split(a.q0p, a.p0, nt / 32);
+  float* const scratch1 = scratch0 + s0.splits * a.p0 * a.q0;
+  const FbSplit s1 = fb_split(a.q1p, a.p1, nt / 32);
+  ex.phase([&](int tid, Regs& r) {
+    async_wait<0>();
+    with_qpad(a.q0p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df0, a.p0, a.q0, scratch0, tid, nt); });
+    with_qpad(a.q1p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df1, a.p1, a.q1, scratch1, tid, nt); });
+  });
+  ex.phase_nosync([&](int tid, Regs&) {
+    float* part = a.partial + block * a.part_stride;
+    fb_grad_reduce(scratch0, s0.splits, a.p0 * a.q0, part, tid, nt);
+    fb_grad_reduce(scratch1, s1.splits, a.p1 * a.q1, part + a.p0 * a.q0, tid, nt);
+  });
+}
+
+}  // namespace sparsekern::kron::detail

@@ -1,0 +1,83 @@
+"""The two-factor register-tile backward (kron_fast_bwd.h) against the generic fused backward and
+the step-wise one, device time (CUDA graph of 20 calls), fp32, TF32 off, CUDA only.
+
+Per case: forward device time; each backward implementation called directly (no autograd:
+kron._backward with _C.kron_set_backward_kernel("new" | "old"), kron._backward_steps); the new
+kernel's plan overrides (rows per tile, stages); and the kernels of one new backward.
+
+Usage: python tools/diag/kron_bwd_fast.py [JSON]
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from sparsekern import _C
+from sparsekern import kron as K
+from sparsekern.bench import graph_time_ms
+
+dev = torch.device("cuda")
+torch.backends.cuda.matmul.allow_tf32 = False
+CASES = [(16, [32, 32]), (1024, [32, 32]), (1024, [64, 64]), (4096, [64, 64]), (256, [32, 32]),
+         (4096, [32, 32]), (64, [64, 64])]
+SWEEP = ["new:rows=1", "new:rows=2", "new:rows=4", "new:stages=1", "new:tile=8", "new:rows=8"]
+
+
+def kernels(fn, reps=10):
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    ks = [(e.key[:50], round(e.device_time_total / reps, 1)) for e in prof.key_averages()
+          if e.device_time_total > 0 and e.key and not e.key.startswith("cuda")]
+    return sorted(ks, key=lambda kv: -kv[1])
+
+
+def plan(x, fs):
+    from sparsekern._core import as_dlpack
+    return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], True).splitlines()[0]
+
+
+rows = []
+g = torch.Generator().manual_seed(0)
+for batch, sizes in CASES:
+    P = math.prod(sizes)
+    x = torch.randn(batch, P, generator=g).to(dev)
+    fs = [(torch.randn(p, p, generator=g) / math.sqrt(p)).to(dev) for p in sizes]
+    gy = torch.randn(batch, P, generator=g).to(dev)
+    needs = [True] * (len(fs) + 1)
+    r = {"case": f"{batch}x{sizes}"}
+    r["fwd_us"] = 1e3 * graph_time_ms(lambda: K.kron_matmul(x, fs), dev)
+    _C.kron_set_backward_kernel("old")
+    r["old_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
+    ref = K._backward(x, fs, gy, needs)
+    _C.kron_set_backward_kernel("new")
+    r["plan"] = plan(x, fs)
+    r["new_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
+    out = K._backward(x, fs, gy, needs)
+    r["max_rel_diff_new_old"] = max(((a - b).norm() / b.norm()).item() for a, b in zip(out, ref))
+    r["kernels_new"] = kernels(lambda: K._backward(x, fs, gy, needs))
+    for sel in SWEEP:
+        _C.kron_set_backward_kernel(sel)
+        r[sel] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
+    _C.kron_set_backward_kernel("")
+    r["steps_us"] = 1e3 * graph_time_ms(lambda: K._backward_steps(x, fs, gy, needs), dev)
+    best = min(r["new_us"], r["steps_us"], r["old_us"])
+    rows.append(r)
+    print(f"{r['case']:16s} fwd {r['fwd_us']:7.1f} | bwd old {r['old_us']:7.1f} new {r['new_us']:7.1f} "
+          f"steps {r['steps_us']:7.1f} | new/fwd {r['new_us'] / r['fwd_us']:.2f} best/fwd {best / r['fwd_us']:.2f} "
+          f"| diff {r['max_rel_diff_new_old']:.1e}", flush=True)
+    print("   sweep:", " ".join(f"{s[4:]}={r[s]:.1f}" for s in SWEEP), flush=True)
+    print("   plan:", r["plan"], flush=True)
+    print("   kernels:", "; ".join(f"{n} {us}" for n, us in r["kernels_new"][:4]), flush=True)
+    del x, fs, gy, out, ref
+
+if len(sys.argv) > 1:
+    with open(sys.argv[1], "w") as fh:
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, fh, indent=1)
