@@ -221,7 +221,18 @@ def _steps_wanted(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> bool:
         return True
     if forced == "fused" or not x.is_cuda:
         return False
+    if _regtile_backward(x, factors):
+        return False
     return _steps_faster([tuple(f.shape) for f in factors])
+
+
+def _regtile_backward(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> bool:
+    """Whether the native backward runs the two-factor register-tile kernel (fp32, every side a
+    multiple of 4 and ≤ 64, not deselected by SPARSEKERN_KRON_BWD_KERNEL=old): faster than the
+    step-wise backward on every shape measured (see the module docs)."""
+    return (x.dtype is torch.float32 and len(factors) == 2
+            and all(s <= 64 and s % 4 == 0 for f in factors for s in f.shape)
+            and _C.kron_backward_kernel() != "old")
 
 
 def _steps_faster(shapes) -> bool:

@@ -238,10 +238,12 @@ SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int t
   }
 }
 
-/// The last mode (first step): B = X^T. Its output (c, hi, j) is element hi·q + j of T_{nf−2}.
+/// The last mode (first step): B = X^T. Its output (c, hi, j) is element hi·q + j of T_{nf−2}; with
+/// a.t0 set (two modes, a training forward keeping its state for the backward) also of row
+/// tile·chunks + c of a.t0.
 template <int TM, int TN, int QP>
-SK_KRON_FN void fast_step_last(const FastArgs& a, const float* xt, float* sbuf, const float* sm, int tid,
-                               float (&acc)[TM][TN]) {
+SK_KRON_FN void fast_step_last(const FastArgs& a, long long tile, const float* xt, float* sbuf, const float* sm,
+                               int tid, float (&acc)[TM][TN]) {
   using Geo = FastGeo<TM, TN, QP>;
   const FastStep& st = a.st[a.nf - 1];
   const Geo g(tid);
@@ -266,6 +268,17 @@ SK_KRON_FN void fast_step_last(const FastArgs& a, const float* xt, float* sbuf, 
         if (j < st.q)
           sts4(row + j, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
               acc[4 * w + 3][4 * v + u]);
+      }
+      const long long m = tile * a.chunks + c;
+      if (a.t0 != nullptr && m < a.M) {
+        float* trow = a.t0 + m * a.ldt0 + static_cast<long long>(hi) * st.q;
+        SK_KRON_UNROLL
+        for (int w = 0; w < TM / 4; ++w) {
+          const int j = g.j0 + w * 4 * Geo::LJ;
+          if (j < st.q)
+            stg4(trow + j, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
+                 acc[4 * w + 3][4 * v + u]);
+        }
       }
     }
   }
@@ -401,7 +414,7 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
     // the previous tile's final step finished before the barrier above).
     ex.phase([&](int tid, Regs& r) {
       with_qpad(a.st[nf - 1].qpad,
-                [&](auto qp) { fast_step_last<TM, TN, decltype(qp)::value>(a, xcur, sbuf, sm, tid, r.acc); });
+                [&](auto qp) { fast_step_last<TM, TN, decltype(qp)::value>(a, tile, xcur, sbuf, sm, tid, r.acc); });
     });
     // With one stage, X is free from here on: the next tile's copy runs during the steps below.
     bool pending = !two && next < a.ntiles;

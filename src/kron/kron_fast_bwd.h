@@ -123,31 +123,45 @@ SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, int K, int pit
   }
 }
 
-/// Factor copies: F1 [i1][j1] (pitch q1p), F0ᵀ [j0][i0] (pitch p0p), F1ᵀ [j1][i1] (pitch p1p).
+/// Factor copies: F1 [i1][j1] (pitch q1p; not when T0 is kept), F0ᵀ [j0][i0] (pitch p0p), F1ᵀ [j1][i1]
+/// (pitch p1p), zero-padded. Every copy walks its factor row by row (j fastest: coalesced reads
+/// when the factor is row-major) and indexes with shifts (the widths are powers of two).
 SK_KRON_FN void fb_load_factors(const FastBwdArgs& a, float* sm, int tid, int nt) {
   const float* f0 = static_cast<const float*>(a.f0);
   const float* f1 = static_cast<const float*>(a.f1);
+  const int s1 = ilog2c(a.q1p), s0 = ilog2c(a.q0p);
   for (int e = tid; e < a.p1 * a.q1p; e += nt) {
-    const int i = e / a.q1p, j = e - i * a.q1p;
-    sm[a.off_f1 + e] = j < a.q1 ? f1[i * a.f1_rs + j * a.f1_cs] : 0.0f;
+    const int i = e >> s1, j = e & (a.q1p - 1);
+    const float v = j < a.q1 ? f1[i * a.f1_rs + j * a.f1_cs] : 0.0f;
+    if (a.t0 == nullptr) sm[a.off_f1 + e] = v;
+    if (j < a.q1) sm[a.off_f1t + j * a.p1p + i] = v;
   }
-  for (int e = tid; e < a.q0 * a.p0p; e += nt) {
-    const int j = e / a.p0p, i = e - j * a.p0p;
-    sm[a.off_f0t + e] = i < a.p0 ? f0[i * a.f0_rs + j * a.f0_cs] : 0.0f;
+  for (int e = tid; e < a.q1 * (a.p1p - a.p1); e += nt) {  // F1ᵀ's padding columns
+    const int w = a.p1p - a.p1;
+    const int j = e / w;
+    sm[a.off_f1t + j * a.p1p + a.p1 + (e - j * w)] = 0.0f;
   }
-  for (int e = tid; e < a.q1 * a.p1p; e += nt) {
-    const int j = e / a.p1p, i = e - j * a.p1p;
-    sm[a.off_f1t + e] = i < a.p1 ? f1[i * a.f1_rs + j * a.f1_cs] : 0.0f;
+  for (int e = tid; e < a.p0 * a.q0p; e += nt) {
+    const int i = e >> s0, j = e & (a.q0p - 1);
+    if (j < a.q0) sm[a.off_f0t + j * a.p0p + i] = f0[i * a.f0_rs + j * a.f0_cs];
+  }
+  for (int e = tid; e < a.q0 * (a.p0p - a.p0); e += nt) {  // F0ᵀ's padding columns
+    const int w = a.p0p - a.p0;
+    const int j = e / w;
+    sm[a.off_f0t + j * a.p0p + a.p0 + (e - j * w)] = 0.0f;
   }
 }
 
-/// Starts the copies of tile `tile`'s inputs into stage buffer `in`: part 1 = XT and DN (read by
-/// phase A), part 2 = XN and DT (read by phase B).
+/// Starts the copies of tile `tile`'s inputs into stage buffer `in`: part 1 = XT (or, T0 kept, T0T)
+/// and DN, part 2 = XN and DT (phase B reads part 2 and T0T).
 SK_KRON_FN void fb_issue(const FastBwdArgs& a, float* in, long long tile, int part, int tid, int nt) {
   const long long m0 = tile * a.chunks;
   const int C = a.chunks;
   if (part & 1) {
-    fb_issue_t(a.x, a.ldx, a.p0, a.p1, a.rb, a.p0, a.M, m0, C, in, tid, nt);
+    if (a.t0 != nullptr)  // T0T[(c·q1 + j1)·ttp + i0] from T0's rows (i0, j1)
+      fb_issue_t(a.t0, a.ldt0, a.p0, a.q1, a.ttp, a.q1 * a.ttp, a.M, m0, C, in + a.in_t0t, tid, nt);
+    else
+      fb_issue_t(a.x, a.ldx, a.p0, a.p1, a.rb, a.p0, a.M, m0, C, in, tid, nt);
     fb_issue_rows(a.g, a.ldg, a.q0 * a.q1, a.vec_g != 0, a.M, m0, C, in + a.in_dn, tid, nt);
   }
   if (part & 2) {
@@ -363,23 +377,30 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
         async_wait<0>();
       }
     });
-    // A: T0 = X·F1 and G1 = F0·G, written where phase B reads them.
+    // A: T0 = X·F1 and G1 = F0·G, written where phase B reads them; with T0 kept, G1 and ∂ℓ/∂F0
+    // (which reads only this tile's inputs, T0T and DT).
+    const bool kept = a.t0 != nullptr;
+    auto grad0 = [&](int tid, Regs& r) {
+      with_qpad(a.q0p, [&](auto qp) {
+        fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, kept ? in + a.in_t0t : sm + a.off_t0t, a.ttp, a.p0,
+                                     a.chunks * a.q1, tid, nt, r.df0);
+      });
+    };
     ex.phase([&](int tid, Regs& r) {
-      with_qpad(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
+      if (!kept)
+        with_qpad(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
       with_qpad(a.p0p, [&](auto qp) { fb_step_g1<TM, decltype(qp)::value>(a, in + a.in_dn, sm, tid, r.acc); });
+      if (kept) grad0(tid, r);
     });
-    // B: the two ∂ℓ/∂F products and ∂X. With one stage, XT and DN are free now: the next tile's
-    // copies into them start first.
+    // B: ∂ℓ/∂F1, ∂X and (T0 recomputed) ∂ℓ/∂F0. With one stage, part 1 of the inputs (XT or T0T,
+    // and DN) is free now: the next tile's copies into it start first.
     const bool issue = !two && next < a.ntiles;
     ex.phase([&](int tid, Regs& r) {
       if (issue) {
         fb_issue(a, in, next, 1, tid, nt);
         async_commit();
       }
-      with_qpad(a.q0p, [&](auto qp) {
-        fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, sm + a.off_t0t, a.ttp, a.p0, a.chunks * a.q1, tid, nt,
-                                     r.df0);
-      });
+      if (!kept) grad0(tid, r);
       with_qpad(a.q1p, [&](auto qp) {
         fb_grad<decltype(qp)::value>(sm + a.off_gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt,
                                      r.df1);

@@ -134,6 +134,8 @@ struct FastArgs {
   int off_x0 = 0, off_x1 = 0, off_s = 0;  ///< shared-memory offsets (floats)
   int nstage = 1;           ///< X tiles in flight: 2 = the next tile loads during this one
   int vec_y = 0;            ///< 16-byte vector stores of Y allowed
+  float* t0 = nullptr;      ///< two modes: where the first step's output (X·F1 per row) is kept, or null
+  long long ldt0 = 0;       ///< its row stride (a multiple of 4, 16-byte aligned base)
 };
 
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
@@ -159,6 +161,11 @@ struct FastBwdArgs {
   int off_scratch = 0;                      ///< end of the block: split sums of ∂ℓ/∂F
   FastDiv div_p0;
   int vec_x = 0, vec_g = 0, vec_gx = 0;
+  /// The forward's kept state T0 = X·F1 (rows of p0·q1, row stride ldt0), or null: recomputed. When
+  /// set, T0T is a stage buffer (at in_t0t) loaded from it, and there is no XT and no F1 copy.
+  const float* t0 = nullptr;
+  long long ldt0 = 0;
+  int in_t0t = 0;
 };
 
 /// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B
@@ -222,6 +229,11 @@ struct Segment {
   int fast_chunks = 1;            ///< rows of X per tile
   int fast_nstage = 1;            ///< X tiles in shared memory (2: the next tile loads during this one)
   int fast_threads = 256;         ///< threads per block (256, or 128 for 8 × 8 tiles)
+  // register-tile backward (two modes): rows per tile, stages, shared memory, grid when the
+  // forward's state T0 is kept (the fast_* fields above are for its recompute)
+  int kept_tile = 4, kept_chunks = 1, kept_nstage = 1;
+  std::size_t kept_smem = 0;
+  long long kept_ntiles = 0, kept_grid = 0;
 };
 
 /// Shared-memory layout of the register-tile forward for a group of modes (see kron_fast.h).
@@ -264,7 +276,9 @@ FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstag
 
 /// The layout of the two-factor register-tile backward (kron_fast_bwd.h) for `chunks` rows per tile:
 /// fills a's sizes, pitches and shared-memory offsets; returns its shared memory in bytes.
-std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int nstage, FastBwdArgs& a);
+/// `kept`: the layout for a kept forward state T0 (see FastBwdArgs::t0).
+std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int nstage, bool kept,
+                            FastBwdArgs& a);
 
 
 /// Plans the kernels for M rows and these factor shapes on a device with `lim`.

@@ -189,7 +189,7 @@ bool vec_ok(const Run& r, const void* p, long long ld, long long chunk) {
 
 /// Applies the modes of `seg`: state `in` (M, L, s_in) → `out` (M, s_out, L).
 void segment_forward(const Run& r, const Segment& seg, const void* in, long long ld_in, void* out,
-                     long long ld_out) {
+                     long long ld_out, void* t0 = nullptr) {
   const long long M = r.sh.M;
   if (M == 0) return;
   if (seg.kind == SegKind::fused && seg.fast) {  // fp32, L = 1: in is X, out is Y
@@ -199,6 +199,10 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
     a.y = static_cast<float*>(out);
     a.ldy = ld_out;
     a.vec_y = vec_ok(r, out, ld_out, 4) ? 1 : 0;
+    if (t0 != nullptr) {  // the register-tile backward's kept state (t0_bytes)
+      a.t0 = static_cast<float*>(t0);
+      a.ldt0 = r.sh.modes[0].p * r.sh.modes[1].q;
+    }
     r.be->fused_forward_fast(seg.fast_tile, seg.fast_threads, a, seg.grid, seg.smem, r.device, r.stream);
     return;
   }
@@ -234,13 +238,23 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
 /// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
 void segment_backward(const Run& r, const Segment& seg, const void* x, long long ldx, const void* g,
                       long long ldg, void* gx, long long ldgx, const MutableMatrixView* grad_factors,
-                      char* partial, void* acc) {
+                      char* partial, void* acc, const void* t0 = nullptr) {
   const long long M = r.sh.M;
   const std::size_t as = detail::acc_size(r.dtype);
   auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
   if (seg.kind == SegKind::fused && seg.fast) {  // two modes, fp32, L = 1: x is X, g is ∂ℓ/∂Y
+    // T0 kept by the forward: its own plan (fewer buffers, so possibly more rows or two stages).
+    const bool kept = t0 != nullptr;
+    const int tile = kept ? seg.kept_tile : seg.fast_tile;
+    const long long ntiles = kept ? seg.kept_ntiles : seg.ntiles, grid = kept ? seg.kept_grid : seg.grid;
+    const std::size_t smem = kept ? seg.kept_smem : seg.smem;
     detail::FastBwdArgs a;
-    detail::fast_bwd_layout(r.sh.modes, seg.fast_chunks, seg.fast_nstage, a);
+    detail::fast_bwd_layout(r.sh.modes, kept ? seg.kept_chunks : seg.fast_chunks,
+                            kept ? seg.kept_nstage : seg.fast_nstage, kept, a);
+    if (kept) {
+      a.t0 = static_cast<const float*>(t0);
+      a.ldt0 = static_cast<long long>(a.p0) * a.q1;
+    }
     a.x = static_cast<const float*>(x); a.ldx = ldx;
     a.g = static_cast<const float*>(g); a.ldg = ldg;
     a.gx = static_cast<float*>(gx); a.ldgx = ldgx;
@@ -249,18 +263,18 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     a.M = M;
     a.f0 = r.factors[0].data; a.f0_rs = r.factors[0].row_stride; a.f0_cs = r.factors[0].col_stride;
     a.f1 = r.factors[1].data; a.f1_rs = r.factors[1].row_stride; a.f1_cs = r.factors[1].col_stride;
-    a.ntiles = seg.ntiles;
+    a.ntiles = ntiles;
     a.div_p0 = detail::FastDiv(a.p0);
     a.vec_x = vec_ok(r, x, ldx, 4) ? 1 : 0;
     a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
-    if (seg.ntiles > 0) r.be->fused_backward_fast(seg.fast_tile, a, seg.grid, seg.smem, r.device, r.stream);
+    if (ntiles > 0) r.be->fused_backward_fast(tile, a, grid, smem, r.device, r.stream);
     detail::ReduceBatch rb;
     for (int k = 0; k < 2; ++k) {
       if (!wants(k)) continue;
       ReduceDesc& rd = rb.d[rb.n++];
       rd.partial = partial + static_cast<std::size_t>(k == 0 ? 0 : a.p0 * a.q0) * sizeof(float);
-      rd.count = seg.ntiles > 0 ? seg.grid : 0;
+      rd.count = ntiles > 0 ? grid : 0;
       rd.stride = seg.part_stride;
       rd.p = k == 0 ? a.p0 : a.p1;
       rd.q = k == 0 ? a.q0 : a.q1;
@@ -406,12 +420,27 @@ std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
   return bwd.off_grad[0];  // the saved states come first; the state gradients start after them
 }
 
+/// Bytes of the state T0 = X·F1 (M rows of p0·q1 fp32) that a two-factor product keeps for the
+/// register-tile backward: when the forward is the register-tile forward (whose first step computes
+/// T0 anyway) and the backward the register-tile backward (which otherwise recomputes it: one of
+/// its five GEMMs, and a transposed copy of X); else 0.
+std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
+  if (r.sh.modes.size() != 2 || fwd.segs.size() != 1 || !fwd.segs[0].fast || bwd.segs.size() != 1 ||
+      !bwd.segs[0].fast)
+    return 0;
+  const std::size_t n = static_cast<std::size_t>(r.sh.M) * static_cast<std::size_t>(r.sh.modes[0].p) *
+                        static_cast<std::size_t>(r.sh.modes[1].q);
+  return (n * sizeof(float) + 255) / 256 * 256;
+}
+
 /// The same from the forward's side: plans the backward (into `bwd`) only when the forward has
-/// intermediate states at all, so that a one-group product (most fused ones) pays no second plan.
+/// intermediate states at all (several groups, or the register-tile forward of two modes), so that
+/// other one-group products (most fused ones) pay no second plan.
 std::size_t saved_bytes(const Run& r, const Plan& fwd, Plan& bwd) {
-  if (fwd.segs.size() < 2) return 0;
+  const bool fast2 = fwd.segs.size() == 1 && fwd.segs[0].fast && r.sh.modes.size() == 2;
+  if (fwd.segs.size() < 2 && !fast2) return 0;
   bwd = plan_for(r, true);
-  return saved_bytes(fwd, bwd);
+  return fast2 ? t0_bytes(r, fwd, bwd) : saved_bytes(fwd, bwd);
 }
 
 /// Whether `saved` (a caller's saved_states buffer) is to be used: given and needed. A buffer that
@@ -458,7 +487,7 @@ void matmul(const MatmulParams& p, Stream stream) {
     const bool last = s + 1 == NS;
     void* out = last ? p.y.data : keep ? saved + bwd.off_saved[s + 1] : ws + off[s % 2];
     const long long ld_out = last ? row_ld(p.y.row_stride, r.sh.M, r.sh.Q) : plan.state[s + 1];
-    segment_forward(r, plan.segs[s], in, ld_in, out, ld_out);
+    segment_forward(r, plan.segs[s], in, ld_in, out, ld_out, keep && NS == 1 ? saved : nullptr);
     in = out;
     ld_in = ld_out;
   }
@@ -501,26 +530,38 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
 
 /// The backward's plan, and the bytes of its saved-states region that a caller's `saved_states`
 /// provides (0: recompute them in the workspace).
-std::pair<Plan, std::size_t> backward_plan(const Run& r, const MatmulBackwardParams& p, const char* fn) {
-  Plan plan = plan_for(r, true);
+/// A kept T0 (register-tile backward of two modes) comes in `saved_states` too, but apart from the
+/// workspace (shift 0): `t0` says whether it is there.
+struct BackwardPlan {
+  Plan plan;
   std::size_t shift = 0;
-  if (p.saved_states.data != nullptr && plan.segs.size() >= 2) {
-    const std::size_t need = saved_bytes(plan_for(r, false), plan);
-    if (use_saved(p.saved_states, need, fn)) shift = need;
+  bool t0 = false;
+};
+
+BackwardPlan backward_plan(const Run& r, const MatmulBackwardParams& p, const char* fn) {
+  BackwardPlan b;
+  b.plan = plan_for(r, true);
+  if (p.saved_states.data != nullptr && b.plan.segs.size() >= 2) {
+    const std::size_t need = saved_bytes(plan_for(r, false), b.plan);
+    if (use_saved(p.saved_states, need, fn)) b.shift = need;
+  } else if (p.saved_states.data != nullptr && b.plan.segs.size() == 1 && b.plan.segs[0].fast) {
+    b.t0 = use_saved(p.saved_states, t0_bytes(r, plan_for(r, false), b.plan), fn);
   }
-  return {std::move(plan), shift};
+  return b;
 }
 
 }  // namespace
 
 std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p) {
-  const auto [plan, shift] = backward_plan(checked_backward(p, nullptr), p, "matmul_backward_workspace_size");
-  return plan.ws_bytes - shift;
+  const BackwardPlan b = backward_plan(checked_backward(p, nullptr), p, "matmul_backward_workspace_size");
+  return b.plan.ws_bytes - b.shift;
 }
 
 void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
   const Run r = checked_backward(p, stream);
-  const auto [plan, shift] = backward_plan(r, p, "matmul_backward");
+  const BackwardPlan bp = backward_plan(r, p, "matmul_backward");
+  const Plan& plan = bp.plan;
+  const std::size_t shift = bp.shift;
   check_workspace(p.workspace, plan.ws_bytes - shift, "matmul_backward");
   const int NS = static_cast<int>(plan.segs.size());
   const long long M = r.sh.M;
@@ -570,7 +611,7 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
       ldgx = row_ld(p.grad_x.row_stride, M, r.sh.P);
     }
     segment_backward(r, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, at(plan.off_partial),
-                     at(plan.off_acc));
+                     at(plan.off_acc), bp.t0 ? p.saved_states.data : nullptr);
     g = gx;
     ldg = ldgx;
   }

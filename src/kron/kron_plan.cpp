@@ -305,46 +305,72 @@ long long fast_bwd_step_outputs(const std::vector<ModeDims>& modes, long long ch
   return chunks * std::max({wide(q1) * p0, wide(p0) * q1, wide(p1) * p0});
 }
 
-/// Fills seg's fast_* fields for the register-tile backward when it fits; false otherwise.
+/// Rows per tile and stages of the register-tile backward (recompute or `kept`), or chunks = 0 when
+/// nothing fits: two stages at the most rows that fit them; one stage (at the most rows) only
+/// where two do not fit even one row.
+struct FastBwdPick {
+  int chunks = 0, nstage = 1, tile = 4;
+  std::size_t smem = 0;
+  long long ntiles = 0, grid = 0;
+};
+
+FastBwdPick pick_fast_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
+                          bool kept) {
+  FastBwdPick pick;
+  // Rows per tile: enough tiles for two per SM (the next tile's loads overlap this one's
+  // arithmetic), no more rows than 8 × 8 register tiles of 256 threads hold, and what fits.
+  long long most = std::max<long long>(1, M / (2LL * lim.num_sms));
+  while (most > 1 && fast_bwd_step_outputs(modes, most) > kThreads * 64LL) --most;
+  if (sel.rows > 0) most = std::min<long long>(most, sel.rows);
+  most = std::min(most, M);
+  if (fast_bwd_step_outputs(modes, most) > kThreads * 64LL) return pick;
+  for (int nstage = sel.stages == 1 ? 1 : 2; nstage >= 1; --nstage) {
+    for (long long chunks = most; chunks >= 1; --chunks) {
+      FastBwdArgs a;
+      const std::size_t smem = fast_bwd_layout(modes, static_cast<int>(chunks), nstage, kept, a);
+      if (smem > lim.smem_block_max) continue;
+      pick.chunks = static_cast<int>(chunks);
+      pick.nstage = nstage;
+      pick.smem = smem;
+      pick.tile = fast_bwd_step_outputs(modes, chunks) > kThreads * 16LL || sel.tile == 8 ? 8 : 4;
+      pick.ntiles = (M + chunks - 1) / chunks;
+      // 8 × 8 tiles: one block per SM (__launch_bounds__(256, 1)); 4 × 4: up to two.
+      const long long per_sm = std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1,
+                                                     pick.tile == 8 ? 1 : 2);
+      pick.grid = std::min<long long>(pick.ntiles, per_sm * lim.num_sms);
+      if (sel.grid > 0) pick.grid = std::min<long long>(pick.grid, sel.grid);
+      return pick;
+    }
+  }
+  return pick;
+}
+
+/// Fills seg's fast_* (recompute) and kept_* fields for the register-tile backward when it fits;
+/// false otherwise.
 bool plan_fast_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                    Segment& seg) {
   if (!fast_bwd_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
-  // Rows per tile: enough tiles for two per SM (the next tile's loads overlap this one's
-  // arithmetic), as many rows as 8 × 8 register tiles of 256 threads hold, and what fits.
-  long long chunks = std::max<long long>(1, M / (2LL * lim.num_sms));
-  while (chunks > 1 && fast_bwd_step_outputs(modes, chunks) > kThreads * 64LL) --chunks;
-  if (sel.rows > 0) chunks = std::min<long long>(chunks, sel.rows);
-  chunks = std::min(chunks, M);
-  if (fast_bwd_step_outputs(modes, chunks) > kThreads * 64LL) return false;
-  // Two stages at the most rows that fit them; one stage (at the most rows) only where two do not
-  // fit even one row.
-  const long long most = chunks;
-  for (int nstage = sel.stages == 1 ? 1 : 2; nstage >= 1; --nstage) {
-    for (chunks = most; chunks >= 1; --chunks) {
-      FastBwdArgs a;
-      const std::size_t smem = fast_bwd_layout(modes, static_cast<int>(chunks), nstage, a);
-      if (smem > lim.smem_block_max) continue;
-      int tile = fast_bwd_step_outputs(modes, chunks) > kThreads * 16LL ? 8 : 4;
-      if (sel.tile == 8) tile = 8;
-      seg.fast = true;
-      seg.fast_tile = tile;
-      seg.fast_threads = kThreads;
-      seg.fast_chunks = static_cast<int>(chunks);
-      seg.fast_nstage = nstage;
-      seg.smem = smem;
-      seg.tm = static_cast<int>(chunks);
-      seg.tl = 1;
-      seg.tiles_l = 1;
-      seg.ntiles = (M + chunks - 1) / chunks;
-      // 8 × 8 tiles: one block per SM (__launch_bounds__(256, 1)); 4 × 4: up to two.
-      const long long per_sm = std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1,
-                                                     tile == 8 ? 1 : 2);
-      seg.grid = std::min<long long>(seg.ntiles, per_sm * lim.num_sms);
-      if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);
-      return true;
-    }
-  }
-  return false;
+  const FastBwdPick re = pick_fast_bwd(modes, M, lim, sel, false);
+  const FastBwdPick ke = pick_fast_bwd(modes, M, lim, sel, true);
+  if (re.chunks == 0 || ke.chunks == 0) return false;
+  seg.fast = true;
+  seg.fast_tile = re.tile;
+  seg.fast_threads = kThreads;
+  seg.fast_chunks = re.chunks;
+  seg.fast_nstage = re.nstage;
+  seg.smem = re.smem;
+  seg.tm = re.chunks;
+  seg.tl = 1;
+  seg.tiles_l = 1;
+  seg.ntiles = re.ntiles;
+  seg.grid = re.grid;
+  seg.kept_tile = ke.tile;
+  seg.kept_chunks = ke.chunks;
+  seg.kept_nstage = ke.nstage;
+  seg.kept_smem = ke.smem;
+  seg.kept_ntiles = ke.ntiles;
+  seg.kept_grid = ke.grid;
+  return true;
 }
 
 /// Fills seg's fast_* fields and tile when the register-tile forward fits; false otherwise.
@@ -469,7 +495,8 @@ FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstag
   return L;
 }
 
-std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int nstage, FastBwdArgs& a) {
+std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int nstage, bool kept,
+                            FastBwdArgs& a) {
   auto wide = [](long long v) { return std::max(8, pow2_at_least(static_cast<int>(v))); };
   const int C = chunks;
   a.p0 = static_cast<int>(modes[0].p);
@@ -489,24 +516,27 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
   a.gnp = a.q1p + 4;
   long long cur = 0;
   a.off_f1 = 0;
-  cur += static_cast<long long>(a.p1) * a.q1p;
+  if (!kept) cur += static_cast<long long>(a.p1) * a.q1p;  // F1 (the T0 step only)
   a.off_f0t = static_cast<int>(cur);
   cur += static_cast<long long>(a.q0) * a.p0p;
   a.off_f1t = static_cast<int>(cur);
   cur += static_cast<long long>(a.q1) * a.p1p;
   cur = round_up(cur, 4);
   const long long P = static_cast<long long>(a.p0) * a.p1, Q = static_cast<long long>(a.q0) * a.q1;
-  const long long xt = round_up(static_cast<long long>(a.p1) * a.rb, 4);
-  a.in_xn = static_cast<int>(xt);
-  a.in_dn = static_cast<int>(xt + C * P);
-  a.in_dt = static_cast<int>(xt + C * P + C * Q);
-  const long long stage = xt + C * P + C * Q + static_cast<long long>(C) * a.q1 * a.dtp;
+  const long long t0t = static_cast<long long>(C) * a.q1 * a.ttp;
+  // A stage: XT (recompute) or T0T (kept) first, then XN, DN, DT.
+  const long long first = kept ? t0t : round_up(static_cast<long long>(a.p1) * a.rb, 4);
+  a.in_t0t = 0;
+  a.in_xn = static_cast<int>(first);
+  a.in_dn = static_cast<int>(first + C * P);
+  a.in_dt = static_cast<int>(first + C * P + C * Q);
+  const long long stage = first + C * P + C * Q + static_cast<long long>(C) * a.q1 * a.dtp;
   a.off_in[0] = static_cast<int>(cur);
   a.off_in[1] = static_cast<int>(cur + (nstage == 2 ? stage : 0));
   a.off_scratch = a.off_in[0];
   cur += stage * nstage;
   a.off_t0t = static_cast<int>(cur);
-  cur += static_cast<long long>(C) * a.q1 * a.ttp;
+  if (!kept) cur += t0t;
   a.off_gn = static_cast<int>(cur);
   cur += static_cast<long long>(C) * a.p0 * a.gnp;
   a.off_gt = static_cast<int>(cur);
@@ -530,7 +560,7 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   bool fast_bwd = false;
   if (backward && dtype == DType::f32 && M >= 1 && fast_bwd_eligible(modes) && backward_select().kernel >= 1) {
     FastBwdArgs a;
-    fast_bwd = fast_bwd_layout(modes, 1, 1, a) <= lim.smem_block_max;
+    fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
   }
 
   // Group the modes. Every grouping does the same arithmetic (modes always apply last to first),
@@ -634,7 +664,7 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
     std::size_t partial = 0, accum = 0;
     for (const Segment& seg : plan.segs) {
       if (seg.kind == SegKind::fused) {
-        partial = std::max(partial, static_cast<std::size_t>(seg.grid) * seg.part_stride * as);
+        partial = std::max(partial, static_cast<std::size_t>(std::max(seg.grid, seg.kept_grid)) * seg.part_stride * as);
       } else {
         const ModeDims& d = modes[seg.first];
         partial = std::max(partial, static_cast<std::size_t>(seg.gemm_chunk * d.p * d.q) * as);

@@ -601,6 +601,66 @@ def test_backward_saved_states_too_small(device):
                                 [None, None], *_native_args(x), saved[0], saved[1] - 1)
 
 
+KEPT_T0 = [(45, [(32, 32), (32, 32)]), (19, [(64, 64), (64, 64)]), (13, [(32, 16), (8, 32)]),
+           (3, [(64, 8), (4, 60)]), (1, [(16, 4), (40, 28)])]
+
+
+@pytest.mark.parametrize("sel", ["new", "new:stages=1", "new:rows=1,grid=2", "new:tile=8,rows=2,grid=3"])
+@pytest.mark.parametrize("batch,shapes", KEPT_T0)
+def test_backward_kept_t0(device, sel, batch, shapes):
+    """Two factors through the register-tile forward and backward: a forward asked to save keeps
+    T0 = X·F1 (checked against torch), y is unchanged, and the backward that reads T0 gives the
+    gradients of float64 (every plan variant of the kept layout)."""
+    from sparsekern.kron import _backward, _forward
+    _C.kron_set_backward_kernel(sel)
+    try:
+        x, fs = _make(batch, shapes, torch.float32, device)
+        assert "kernel=fast" in _fwd_plan(x, fs)
+        (p0, q0), (p1, q1) = shapes
+        y, saved = _forward(x, fs, save=True)
+        assert saved is not None and saved[1] == (batch * p0 * q1 * 4 + 255) // 256 * 256
+        assert torch.equal(y, _forward(x, fs))
+        t0 = saved[2].view(torch.float32)[:batch * p0 * q1].view(batch, p0 * q1)
+        want_t0 = (x.view(batch, p0, p1).double() @ fs[1].double()).view(batch, p0 * q1)
+        assert rel_error(t0, want_t0) <= _tol(torch.float32, device, 2)
+        g = randn(*y.shape, device=device)
+        got = _backward(x, fs, g, [True] * 3, saved)
+        _check_backward(x, fs, g, got[0], got[1:], device)
+        # ∂ℓ/∂F only, from the kept state
+        got = _backward(x, fs, g, [False, True, True], saved)
+        assert got[0] is None
+        _check_backward(x, fs, g, None, got[1:], device)
+    finally:
+        _C.kron_set_backward_kernel("")
+
+
+def test_backward_kept_t0_only_when_both_kernels_run(device):
+    """No T0 is kept when the forward is the generic kernel or the backward is."""
+    from sparsekern.kron import _forward
+    x, fs = _make(9, [(32, 32), (32, 32)], torch.float32, device)
+    for fwd, bwd in [("old", ""), ("", "old")]:
+        _C.kron_set_forward_kernel(fwd)
+        _C.kron_set_backward_kernel(bwd)
+        try:
+            assert _forward(x, fs, save=True)[1] is None
+        finally:
+            _C.kron_set_forward_kernel("")
+            _C.kron_set_backward_kernel("")
+    assert _forward(x, fs, save=True)[1] is not None
+
+
+def test_backward_kept_t0_too_small(device):
+    """A kept-T0 buffer too small for the shapes is refused, naming the argument."""
+    from sparsekern.kron import _forward, _native_args
+    x, fs = _make(5, [(32, 32)] * 2, torch.float32, device)
+    _, saved = _forward(x, fs, save=True)
+    g = randn(5, 32 * 32, device=device)
+    gx = torch.empty_like(x)
+    with pytest.raises(ValueError, match="saved_states"):
+        _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
+                                [None, None], *_native_args(x), saved[0], saved[1] - 1)
+
+
 def test_no_grad_takes_the_native_path():
     x, fs = _make(3, [(2, 3), (3, 2)], torch.float64, torch.device("cpu"), grad=True)
     with torch.no_grad():
@@ -679,7 +739,9 @@ def test_backward_steps_needs(device, which):
 
 
 def test_steps_rule_matches_the_measured_cases():
-    """The default choice (CUDA) over issue 5's table: steps exactly where it measured faster."""
+    """The default choice (CUDA) over issue 5's table: steps exactly where it measured faster than
+    the generic fused backward (two fp32 factors of the register-tile backward take that instead:
+    _regtile_backward, checked in test_backward_default_choice)."""
     from sparsekern.kron import _steps_faster
     steps = {((64, 64),) * 2, ((32, 32),) * 3}
     for shapes in [((32, 32),) * 2, ((128, 128),) * 2, ((64, 64),) * 2, ((16, 16),) * 3, ((8, 8),) * 4,
@@ -699,7 +761,10 @@ def test_backward_default_choice(device, monkeypatch, env, shapes):
     from sparsekern.kron import _steps_faster
     if env is None:
         monkeypatch.delenv("SPARSEKERN_KRON_BWD", raising=False)
-        steps = device.type == "cuda" and _steps_faster(shapes)
+        # fp32 two-factor shapes of the register-tile backward take it (64 x 64 among them)
+        regtile = len(shapes) == 2 and all(s <= 64 and s % 4 == 0 for shape in shapes for s in shape)
+        assert kron_mod._regtile_backward(torch.empty(0), [torch.empty(p, q) for p, q in shapes]) == regtile
+        steps = device.type == "cuda" and _steps_faster(shapes) and not regtile
     else:
         monkeypatch.setenv("SPARSEKERN_KRON_BWD", env)
         steps = env == "steps"

@@ -1,9 +1,10 @@
 """The two-factor register-tile backward (kron_fast_bwd.h) against the generic fused backward and
 the step-wise one, device time (CUDA graph of 20 calls), fp32, TF32 off, CUDA only.
 
-Per case: forward device time; each backward implementation called directly (no autograd:
-kron._backward with _C.kron_set_backward_kernel("new" | "old"), kron._backward_steps); the new
-kernel's plan overrides (rows per tile, stages); and the kernels of one new backward.
+Per case: forward device time, without and with keeping T0 (a training forward); each backward
+implementation called directly (no autograd: kron._backward with _C.kron_set_backward_kernel("new"
+| "old"), from the kept T0 or recomputing it, kron._backward_steps); the new kernel's plan
+overrides (rows per tile, stages) on the kept path; and the kernels of one new backward.
 
 Usage: python tools/diag/kron_bwd_fast.py [JSON]
 """
@@ -24,7 +25,7 @@ dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
 CASES = [(16, [32, 32]), (1024, [32, 32]), (1024, [64, 64]), (4096, [64, 64]), (256, [32, 32]),
          (4096, [32, 32]), (64, [64, 64])]
-SWEEP = ["new:rows=1", "new:rows=2", "new:rows=4", "new:stages=1", "new:tile=8", "new:rows=8"]
+SWEEP = ["new:rows=1", "new:rows=2", "new:rows=3", "new:rows=4", "new:rows=6", "new:stages=1"]
 
 
 def kernels(fn, reps=10):
@@ -59,18 +60,23 @@ for batch, sizes in CASES:
     ref = K._backward(x, fs, gy, needs)
     _C.kron_set_backward_kernel("new")
     r["plan"] = plan(x, fs)
-    r["new_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
-    out = K._backward(x, fs, gy, needs)
+    r["fwd_save_us"] = 1e3 * graph_time_ms(lambda: K._forward(x, fs, save=True), dev)
+    _, saved = K._forward(x, fs, save=True)
+    r["kept"] = saved is not None
+    r["recompute_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
+    r["new_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs, saved), dev)
+    out = K._backward(x, fs, gy, needs, saved)
     r["max_rel_diff_new_old"] = max(((a - b).norm() / b.norm()).item() for a, b in zip(out, ref))
-    r["kernels_new"] = kernels(lambda: K._backward(x, fs, gy, needs))
+    r["kernels_new"] = kernels(lambda: K._backward(x, fs, gy, needs, saved))
     for sel in SWEEP:
         _C.kron_set_backward_kernel(sel)
-        r[sel] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
+        r[sel] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs, saved), dev)
     _C.kron_set_backward_kernel("")
     r["steps_us"] = 1e3 * graph_time_ms(lambda: K._backward_steps(x, fs, gy, needs), dev)
     best = min(r["new_us"], r["steps_us"], r["old_us"])
     rows.append(r)
-    print(f"{r['case']:16s} fwd {r['fwd_us']:7.1f} | bwd old {r['old_us']:7.1f} new {r['new_us']:7.1f} "
+    print(f"{r['case']:16s} fwd {r['fwd_us']:7.1f} (saving T0 {r['fwd_save_us']:7.1f}, kept {r['kept']}) | bwd old "
+          f"{r['old_us']:7.1f} recompute {r['recompute_us']:7.1f} kept {r['new_us']:7.1f} "
           f"steps {r['steps_us']:7.1f} | new/fwd {r['new_us'] / r['fwd_us']:.2f} best/fwd {best / r['fwd_us']:.2f} "
           f"| diff {r['max_rel_diff_new_old']:.1e}", flush=True)
     print("   sweep:", " ".join(f"{s[4:]}={r[s]:.1f}" for s in SWEEP), flush=True)
