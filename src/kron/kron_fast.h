@@ -196,7 +196,11 @@ SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int b
   }
 }
 
-/// Copies every factor into shared memory as p × qpad (row-major, columns past q zero).
+/// Starts the copies of every factor into shared memory as p × qpad (row-major, columns past q
+/// zero-filled), as cp.async: plain loads followed by shared stores serialise on the GPU (the
+/// compiler cannot move a load above a store through generic pointers), one global latency per
+/// element a thread copies, which was a large part of a small product's kernel time. The caller
+/// commits them with the first tile's copies.
 SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt) {
   for (int t = 0; t < a.nf; ++t) {
     const FastStep& st = a.st[t];
@@ -205,7 +209,8 @@ SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt)
     const int total = st.p * st.qpad;
     for (int e = tid; e < total; e += nt) {
       const int i = e >> sh, j = e & (st.qpad - 1);
-      sm[st.f_off + e] = j < st.q ? f[i * st.f_rs + j * st.f_cs] : 0.0f;
+      const bool valid = j < st.q;
+      copy4_async(sm + st.f_off + e, valid ? f + i * st.f_rs + j * st.f_cs : f, valid);
     }
   }
 }
@@ -391,8 +396,8 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
   // The factors, and the first tile's X (in flight while the factors load).
   ex.phase([&](int tid, Regs&) {
     if (block < a.ntiles) fast_issue_x(a, x0, block, tid, nt);
-    async_commit();
     fast_load_factors(a, sm, tid, nt);
+    async_commit();
   });
   long long i = 0;
   for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {

@@ -123,32 +123,35 @@ SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, int K, int pit
   }
 }
 
-/// Factor copies: F1 [i1][j1] (pitch q1p; not when T0 is kept), F0ᵀ [j0][i0] (pitch p0p), F1ᵀ [j1][i1]
-/// (pitch p1p), zero-padded. Every copy walks its factor row by row (j fastest: coalesced reads
-/// when the factor is row-major) and indexes with shifts (the widths are powers of two).
+/// Starts the factor copies (cp.async, as kron_fast.h's fast_load_factors, for the same reason):
+/// F1 [i1][j1] (pitch q1p; not when T0 is kept), F0ᵀ [j0][i0] (pitch p0p), F1ᵀ [j1][i1] (pitch
+/// p1p), padding zero-filled. Each walks the rows of its copy's layout; the widths are powers of two.
 SK_KRON_FN void fb_load_factors(const FastBwdArgs& a, float* sm, int tid, int nt) {
   const float* f0 = static_cast<const float*>(a.f0);
   const float* f1 = static_cast<const float*>(a.f1);
-  const int s1 = ilog2c(a.q1p), s0 = ilog2c(a.q0p);
-  for (int e = tid; e < a.p1 * a.q1p; e += nt) {
-    const int i = e >> s1, j = e & (a.q1p - 1);
-    const float v = j < a.q1 ? f1[i * a.f1_rs + j * a.f1_cs] : 0.0f;
-    if (a.t0 == nullptr) sm[a.off_f1 + e] = v;
-    if (j < a.q1) sm[a.off_f1t + j * a.p1p + i] = v;
+  if (a.t0 == nullptr) {
+    const int s = ilog2c(a.q1p);
+    for (int e = tid; e < a.p1 * a.q1p; e += nt) {
+      const int i = e >> s, j = e & (a.q1p - 1);
+      const bool valid = j < a.q1;
+      copy4_async(sm + a.off_f1 + e, valid ? f1 + i * a.f1_rs + j * a.f1_cs : f1, valid);
+    }
   }
-  for (int e = tid; e < a.q1 * (a.p1p - a.p1); e += nt) {  // F1ᵀ's padding columns
-    const int w = a.p1p - a.p1;
-    const int j = e / w;
-    sm[a.off_f1t + j * a.p1p + a.p1 + (e - j * w)] = 0.0f;
+  {
+    const int s = ilog2c(a.p1p);
+    for (int e = tid; e < a.q1 * a.p1p; e += nt) {
+      const int j = e >> s, i = e & (a.p1p - 1);
+      const bool valid = i < a.p1;
+      copy4_async(sm + a.off_f1t + e, valid ? f1 + i * a.f1_rs + j * a.f1_cs : f1, valid);
+    }
   }
-  for (int e = tid; e < a.p0 * a.q0p; e += nt) {
-    const int i = e >> s0, j = e & (a.q0p - 1);
-    if (j < a.q0) sm[a.off_f0t + j * a.p0p + i] = f0[i * a.f0_rs + j * a.f0_cs];
-  }
-  for (int e = tid; e < a.q0 * (a.p0p - a.p0); e += nt) {  // F0ᵀ's padding columns
-    const int w = a.p0p - a.p0;
-    const int j = e / w;
-    sm[a.off_f0t + j * a.p0p + a.p0 + (e - j * w)] = 0.0f;
+  {
+    const int s = ilog2c(a.p0p);
+    for (int e = tid; e < a.q0 * a.p0p; e += nt) {
+      const int j = e >> s, i = e & (a.p0p - 1);
+      const bool valid = i < a.p0;
+      copy4_async(sm + a.off_f0t + e, valid ? f0 + i * a.f0_rs + j * a.f0_cs : f0, valid);
+    }
   }
 }
 
@@ -356,8 +359,8 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       for (int j = 0; j < 4; ++j) r.df0[i][j] = r.df1[i][j] = 0.0f;
     }
     if (block < a.ntiles) fb_issue(a, sm + a.off_in[0], block, 3, tid, nt);
-    async_commit();
     fb_load_factors(a, sm, tid, nt);
+    async_commit();
   });
   long long i = 0;
   for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
