@@ -200,30 +200,41 @@ SK_KRON_FN void fb_step_t0(const FastBwdArgs& a, const float* xt, float* sm, int
   }
 }
 
-/// G1 step: Out(i0, n = (c, j1)) = Σ_j0 F0ᵀ[j0, i0] DN(c, j0, j1) → GN[(c·p0 + i0)·gnp + j1] and
-/// GT[j1·rb + c·p0 + i0].
+/// The column vector v of a G1 step: its chunk c and first j1 (lo).
 template <int TM, int QP>
-SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, float* sm, int tid, float (&acc)[TM][TM]) {
+SK_KRON_FN void fb_g1_cols(const FastBwdArgs& a, const FastGeo<TM, TM, QP>& g, int v, int& c, int& lo) {
+  const int n = g.nv[v] < a.chunks * a.q1 ? g.nv[v] : 0;
+  c = n / a.q1;
+  lo = n - c * a.q1;
+}
+
+/// G1 step: Out(i0, n = (c, j1)) = Σ_j0 F0ᵀ[j0, i0] DN(c, j0, j1) into the registers.
+template <int TM, int QP>
+SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, const float* sm, int tid, float (&acc)[TM][TM]) {
   using Geo = FastGeo<TM, TM, QP>;
   const Geo g(tid);
   const int Q = a.q0 * a.q1;
-  const int n_cols = a.chunks * a.q1;
   const float* b[TM / 4];
-  int cv[TM / 4], lov[TM / 4];
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {
-    const int n = g.nv[v] < n_cols ? g.nv[v] : 0;
-    cv[v] = n / a.q1;
-    lov[v] = n - cv[v] * a.q1;
-    b[v] = dn + cv[v] * Q + lov[v];
+    int c, lo;
+    fb_g1_cols<TM, QP>(a, g, v, c, lo);
+    b[v] = dn + c * Q + lo;
   }
   fast_mma<TM, TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc);
-  float* gn = sm + a.off_gn;
-  float* gt = sm + a.off_gt;
+}
+
+/// Writes the G1 step's registers to GN[(c·p0 + i0)·gnp + j1] and GT[j1·rb + c·p0 + i0].
+template <int TM, int QP>
+SK_KRON_FN void fb_write_g1(const FastBwdArgs& a, float* gn, float* gt, int tid, const float (&acc)[TM][TM]) {
+  using Geo = FastGeo<TM, TM, QP>;
+  const Geo g(tid);
+  const int n_cols = a.chunks * a.q1;
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {
     if (g.nv[v] >= n_cols) continue;
-    const int c = cv[v], lo = lov[v];  // j1 = lo … lo+3 (q1 is a multiple of 4)
+    int c, lo;  // j1 = lo … lo+3 (q1 is a multiple of 4)
+    fb_g1_cols<TM, QP>(a, g, v, c, lo);
     SK_KRON_UNROLL
     for (int jj = 0; jj < TM; ++jj) {
       const int i = Geo::jof(g.j0, jj);
@@ -247,11 +258,11 @@ SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, float* sm, int
 
 /// ∂X step: Out(i1, n = (c, i0)) = Σ_j1 F1ᵀ[j1, i1] GT[j1, n] → ∂ℓ/∂X[m0 + c, i0·p1 + i1].
 template <int TM, int QP>
-SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* sm, int tid, float (&acc)[TM][TM]) {
+SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt, const float* sm, int tid,
+                           float (&acc)[TM][TM]) {
   using Geo = FastGeo<TM, TM, QP>;
   const Geo g(tid);
   const int n_cols = a.chunks * a.p0;
-  const float* gt = sm + a.off_gt;
   const float* b[TM / 4];
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) b[v] = gt + (g.nv[v] < n_cols ? g.nv[v] : 0);
@@ -368,21 +379,26 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
     const int cur = two ? static_cast<int>(i & 1) : 0;
     float* const in = sm + a.off_in[cur];
     // W: this tile's inputs in shared memory; the next tile's (two stages) or this tile's second
-    // half (one stage: its first half was started during the previous tile's phase B) in flight.
+    // half (one stage: its first half was started during the previous tile's phase B; all of it
+    // when G1 reuses the stage, see below) in flight.
     ex.phase([&](int tid, Regs&) {
       if (two) {
         if (next < a.ntiles) fb_issue(a, sm + a.off_in[cur ^ 1], next, 3, tid, nt);
         async_commit();
         async_wait<1>();
       } else {
-        if (i > 0) fb_issue(a, in, tile, 2, tid, nt);
+        if (i > 0) fb_issue(a, in, tile, a.alias ? 3 : 2, tid, nt);
         async_commit();
         async_wait<0>();
       }
     });
     // A: T0 = X·F1 and G1 = F0·G, written where phase B reads them; with T0 kept, G1 and ∂ℓ/∂F0
-    // (which reads only this tile's inputs, T0T and DT).
+    // (which reads only this tile's inputs, T0T and DT). With `alias` (T0 kept), G1 is written
+    // after a barrier over DN and DT, which nothing reads after phase A: half the shared memory
+    // of separate buffers, so that two blocks fit an SM.
     const bool kept = a.t0 != nullptr;
+    float* const gn = a.alias ? in + a.in_dn : sm + a.off_gn;
+    float* const gt = a.alias ? in + a.in_dt : sm + a.off_gt;
     auto grad0 = [&](int tid, Regs& r) {
       with_qpad(a.q0p, [&](auto qp) {
         fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, kept ? in + a.in_t0t : sm + a.off_t0t, a.ttp, a.p0,
@@ -392,12 +408,20 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
     ex.phase([&](int tid, Regs& r) {
       if (!kept)
         with_qpad(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
-      with_qpad(a.p0p, [&](auto qp) { fb_step_g1<TM, decltype(qp)::value>(a, in + a.in_dn, sm, tid, r.acc); });
+      with_qpad(a.p0p, [&](auto qp) {
+        fb_step_g1<TM, decltype(qp)::value>(a, in + a.in_dn, sm, tid, r.acc);
+        if (!a.alias) fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc);
+      });
       if (kept) grad0(tid, r);
     });
-    // B: ∂ℓ/∂F1, ∂X and (T0 recomputed) ∂ℓ/∂F0. With one stage, part 1 of the inputs (XT or T0T,
-    // and DN) is free now: the next tile's copies into it start first.
-    const bool issue = !two && next < a.ntiles;
+    if (a.alias) {
+      ex.phase([&](int tid, Regs& r) {
+        with_qpad(a.p0p, [&](auto qp) { fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc); });
+      });
+    }
+    // B: ∂ℓ/∂F1, ∂X and (T0 recomputed) ∂ℓ/∂F0. With one stage (and no alias), part 1 of the
+    // inputs (XT or T0T, and DN) is free now: the next tile's copies into it start first.
+    const bool issue = !two && !a.alias && next < a.ntiles;
     ex.phase([&](int tid, Regs& r) {
       if (issue) {
         fb_issue(a, in, next, 1, tid, nt);
@@ -405,11 +429,10 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       }
       if (!kept) grad0(tid, r);
       with_qpad(a.q1p, [&](auto qp) {
-        fb_grad<decltype(qp)::value>(sm + a.off_gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt,
-                                     r.df1);
+        fb_grad<decltype(qp)::value>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
       });
       if (a.gx != nullptr)
-        with_qpad(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, sm, tid, r.acc); });
+        with_qpad(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, gt, sm, tid, r.acc); });
     });
   }
   // The block's partial sums: every copy has landed (the last W waited for all of them) and every

@@ -166,6 +166,7 @@ struct FastBwdArgs {
   const float* t0 = nullptr;
   long long ldt0 = 0;
   int in_t0t = 0;
+  int alias = 0;  ///< T0 kept: GN and GT overwrite the stage's DN and DT (after a barrier)
 };
 
 /// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B

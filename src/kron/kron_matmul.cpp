@@ -635,9 +635,13 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
       append(os, concat(k > seg.first ? " " : "", r.sh.modes[k].p, "x", r.sh.modes[k].q));
     append(os, concat("] L=", seg.L));
     if (seg.kind == SegKind::fused && seg.fast && plan.backward) {
+      detail::FastBwdArgs ka;
+      detail::fast_bwd_layout(r.sh.modes, seg.kept_chunks, seg.kept_nstage, true, ka);
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=regtile-bwd regs=", seg.fast_tile, "x",
                         seg.fast_tile, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage, " smem=", seg.smem,
-                        " tiles=", seg.ntiles, " grid=", seg.grid));
+                        " tiles=", seg.ntiles, " grid=", seg.grid, "; with T0 kept: regs=", seg.kept_tile, "x",
+                        seg.kept_tile, " rows=", seg.kept_chunks, " stages=", seg.kept_nstage, " smem=", seg.kept_smem,
+                        " tiles=", seg.kept_ntiles, " grid=", seg.kept_grid, ka.alias ? " alias" : ""));
     } else if (seg.kind == SegKind::fused && seg.fast) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=fast regs=", seg.fast_tile, "x",
                         seg.fast_tile, " threads=", seg.fast_threads, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage,

@@ -317,39 +317,40 @@ struct FastBwdPick {
 FastBwdPick pick_fast_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                           bool kept) {
   FastBwdPick pick;
-  // Rows per tile: enough tiles for two per SM (the next tile's loads overlap this one's
-  // arithmetic), no more rows than 8 × 8 register tiles of 256 threads hold, and what fits.
-  // 4 × 4 register tiles (8 × 8 measured slower on every shape: 1.4-1.8x on an H200, with most
-  // threads idle at these rows per tile), so at most 256 × 16 outputs per step unless one row
-  // alone has more ("new:tile=8" lifts the cap to 256 × 64, for measurements).
+  // Rows per tile: as many as leave every block of a two-per-SM grid a tile (more rows per tile
+  // measured faster than more tiles per block: 4096 × (32 ⊗ 32) 63 µs at 4 rows, one stage,
+  // against 84 µs at 2 rows, two stages; 1024 × (32 ⊗ 32) 28 µs, one tile per block at 3 rows).
+  // 4 × 4 register tiles (8 × 8 measured slower on every shape: 1.4-1.8x on an H200, most threads
+  // idle at these rows per tile), so at most 256 × 16 outputs per step unless one row alone has
+  // more ("new:tile=8" lifts the cap to 256 × 64, for measurements).
   const long long cap = kThreads * (sel.tile == 8 ? 64LL : 16LL);
-  long long most = std::max<long long>(1, M / (2LL * lim.num_sms));
+  long long most = std::max<long long>(1, (M + 2LL * lim.num_sms - 1) / (2LL * lim.num_sms));
   while (most > 1 && fast_bwd_step_outputs(modes, most) > cap) --most;
   if (sel.rows > 0) most = std::min<long long>(most, sel.rows);
   most = std::min(most, M);
   if (fast_bwd_step_outputs(modes, most) > kThreads * 64LL) return pick;
   // Two blocks per SM where they fit (16 warps hide more latency: 1024 × (32 ⊗ 32) 28-29 µs at
-  // two per SM, 31 µs at one on an H200), else one; two stages before one at each.
+  // two per SM, 31 µs at one on an H200), else one; at each, the most rows, two stages before one
+  // at equal rows.
   const std::size_t half = std::min(lim.smem_block_max, lim.smem_per_sm / 2 - 1024);
-  for (int pass = 0; pass < 4; ++pass) {
-    const std::size_t budget = pass < 2 ? half : lim.smem_block_max;
-    const int nstage = pass % 2 == 0 ? 2 : 1;
-    if (nstage == 2 && sel.stages == 1) continue;
+  for (const std::size_t budget : {half, lim.smem_block_max}) {
     for (long long chunks = most; chunks >= 1; --chunks) {
-      FastBwdArgs a;
-      const std::size_t smem = fast_bwd_layout(modes, static_cast<int>(chunks), nstage, kept, a);
-      if (smem > budget) continue;
-      pick.chunks = static_cast<int>(chunks);
-      pick.nstage = nstage;
-      pick.smem = smem;
-      pick.tile = fast_bwd_step_outputs(modes, chunks) > kThreads * 16LL || sel.tile == 8 ? 8 : 4;
-      pick.ntiles = (M + chunks - 1) / chunks;
-      // 8 × 8 tiles: one block per SM (__launch_bounds__(256, 1)); 4 × 4: up to two.
-      const long long per_sm = std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1,
-                                                     pick.tile == 8 ? 1 : 2);
-      pick.grid = std::min<long long>(pick.ntiles, per_sm * lim.num_sms);
-      if (sel.grid > 0) pick.grid = std::min<long long>(pick.grid, sel.grid);
-      return pick;
+      for (int nstage = sel.stages == 1 ? 1 : 2; nstage >= 1; --nstage) {
+        FastBwdArgs a;
+        const std::size_t smem = fast_bwd_layout(modes, static_cast<int>(chunks), nstage, kept, a);
+        if (smem > budget) continue;
+        pick.chunks = static_cast<int>(chunks);
+        pick.nstage = nstage;
+        pick.smem = smem;
+        pick.tile = fast_bwd_step_outputs(modes, chunks) > kThreads * 16LL || sel.tile == 8 ? 8 : 4;
+        pick.ntiles = (M + chunks - 1) / chunks;
+        // 8 × 8 tiles: one block per SM (__launch_bounds__(256, 1)); 4 × 4: up to two.
+        const long long per_sm = std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1,
+                                                       pick.tile == 8 ? 1 : 2);
+        pick.grid = std::min<long long>(pick.ntiles, per_sm * lim.num_sms);
+        if (sel.grid > 0) pick.grid = std::min<long long>(pick.grid, sel.grid);
+        return pick;
+      }
     }
   }
   return pick;
@@ -547,10 +548,23 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
   cur += stage * nstage;
   a.off_t0t = static_cast<int>(cur);
   if (!kept) cur += t0t;
+  // T0 kept: GN and GT go over DN and DT where they fit (GN's pitch without its padding if need be).
+  a.alias = 0;
+  if (kept && a.rb <= static_cast<long long>(C) * a.dtp) {
+    if (static_cast<long long>(a.p0) * a.gnp <= Q) {
+      a.alias = 1;
+    } else if (static_cast<long long>(a.p0) * a.q1p <= Q) {
+      a.alias = 1;
+      a.gnp = a.q1p;
+    }
+  }
   a.off_gn = static_cast<int>(cur);
-  cur += static_cast<long long>(C) * a.p0 * a.gnp;
   a.off_gt = static_cast<int>(cur);
-  cur += static_cast<long long>(a.q1) * a.rb;
+  if (!a.alias) {
+    cur += static_cast<long long>(C) * a.p0 * a.gnp;
+    a.off_gt = static_cast<int>(cur);
+    cur += static_cast<long long>(a.q1) * a.rb;
+  }
   // The ∂ℓ/∂F split sums at the end reuse the buffers from off_scratch on: at most 8 splits of a p × q
   // block per mode (see fb_split), 4096 floats each.
   const long long scratch = a.off_scratch + 2LL * 4096;

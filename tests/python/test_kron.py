@@ -617,6 +617,8 @@ def test_backward_kept_t0(device, sel, batch, shapes):
         x, fs = _make(batch, shapes, torch.float32, device)
         assert "kernel=fast" in _fwd_plan(x, fs)
         (p0, q0), (p1, q1) = shapes
+        # G1 over the stage's inputs where it fits (p0·q1 ≤ q0·q1 here): both layouts are tested
+        assert (" alias" in _plan(batch, shapes, backward=True, device=device)) == (p0 <= q0), shapes
         y, saved = _forward(x, fs, save=True)
         assert saved is not None and saved[1] == (batch * p0 * q1 * 4 + 255) // 256 * 256
         assert torch.equal(y, _forward(x, fs))
