@@ -238,9 +238,10 @@ SK_KRON_FN void fb_write_g1(const FastBwdArgs& a, float* gn, float* gt, int tid,
     SK_KRON_UNROLL
     for (int jj = 0; jj < TM; ++jj) {
       const int i = Geo::jof(g.j0, jj);
+      const int r = c * a.p0 + i;
+      const int col = a.gn_swz ? 4 * ((lo >> 2) ^ ((r >> 2) & 7)) : lo;
       if (i < a.p0)
-        sts4(gn + (c * a.p0 + i) * a.gnp + lo, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2],
-             acc[jj][4 * v + 3]);
+        sts4(gn + r * a.gnp + col, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
     }
     SK_KRON_UNROLL
     for (int u = 0; u < 4; ++u) {
@@ -323,6 +324,40 @@ SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride
   if (kn <= 0) return;
   const float* b[1] = {B + static_cast<long long>(k0) * bstride + (g.nv[0] < np ? g.nv[0] : 0)};
   fast_mma_acc<4, 4, QP>(A + static_cast<long long>(k0) * astride + g.j0, astride, b, bstride, kn, df);
+}
+
+/// fb_grad for an A stored with swizzled 16-byte vectors (FastBwdArgs::gn_swz: vector v of row k at
+/// v ^ ((k >> 2) & 7); QP ≥ 32, K a multiple of 4). The splits start at multiples of 4 rows, so one
+/// swizzle serves four consecutive k.
+template <int QP>
+SK_KRON_FN void fb_grad_swz(const float* A, int astride, const float* B, int bstride, int np, int K, int tid,
+                            int nt, float (&df)[4][4]) {
+  static_assert(QP >= 32, "the swizzle permutes 8 vectors of a row");
+  const FbSplit sp = fb_split(QP, np, nt / 32);
+  const int warp = tid >> 5;
+  const int split = warp / sp.nwn;
+  if (split >= sp.splits) return;
+  const FastGeo<4, 4, QP> g((warp - split * sp.nwn) * 32 + (tid & 31));
+  const int kc = ((K + sp.splits - 1) / sp.splits + 3) & ~3;
+  const int k0 = split * kc;
+  const int kn = K - k0 < kc ? K - k0 : kc;
+  const int vj = g.j0 >> 2;
+  const float* b = B + static_cast<long long>(k0) * bstride + (g.nv[0] < np ? g.nv[0] : 0);
+  for (int kk = 0; kk < kn; kk += 4) {
+    const int k = k0 + kk;
+    const float* arow = A + static_cast<long long>(k) * astride + 4 * (vj ^ ((k >> 2) & 7));
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      float av[4], bv[4];
+      lds4(arow + u * astride, av);
+      lds4(b + (kk + u) * bstride, bv);
+      SK_KRON_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        SK_KRON_UNROLL
+        for (int j = 0; j < 4; ++j) df[i][j] += av[i] * bv[j];
+      }
+    }
+  }
 }
 
 /// Writes the warp's ∂ℓ/∂F tile (df(j, n) = ∂ℓ/∂F[n, j]) to scratch[split][n·q + j].
@@ -429,7 +464,14 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       }
       if (!kept) grad0(tid, r);
       with_qpad(a.q1p, [&](auto qp) {
-        fb_grad<decltype(qp)::value>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
+        constexpr int QP = decltype(qp)::value;
+        if constexpr (QP >= 32) {
+          if (a.gn_swz) {
+            fb_grad_swz<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
+            return;
+          }
+        }
+        fb_grad<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
       });
       if (a.gx != nullptr)
         with_qpad(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, gt, sm, tid, r.acc); });

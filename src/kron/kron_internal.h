@@ -167,6 +167,9 @@ struct FastBwdArgs {
   long long ldt0 = 0;
   int in_t0t = 0;
   int alias = 0;  ///< T0 kept: GN and GT overwrite the stage's DN and DT (after a barrier)
+  /// GN's 16-byte vectors swizzled (vector v of row r at v ^ ((r >> 2) & 7); q1p ≥ 32, pitch q1p): the
+  /// G1 step writes rows 4 apart from neighbouring lanes, all in one bank group unswizzled.
+  int gn_swz = 0;
 };
 
 /// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B

@@ -524,7 +524,8 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
   a.rb = static_cast<int>(round_up(static_cast<long long>(C) * a.p0, 32) + 4);
   a.dtp = a.q0p + 4;
   a.ttp = a.p0p + 4;
-  a.gnp = a.q1p + 4;
+  a.gn_swz = a.q1p >= 32 ? 1 : 0;
+  a.gnp = a.gn_swz ? a.q1p : a.q1p + 4;
   long long cur = 0;
   a.off_f1 = 0;
   if (!kept) cur += static_cast<long long>(a.p1) * a.q1p;  // F1 (the T0 step only)
