@@ -70,7 +70,9 @@ struct MatmulParams {
 };
 
 /// Bytes of `saved_states` for these shapes, dtype and device: the intermediate states that
-/// matmul_backward() would recompute. 0 when there is nothing to keep: one kernel group (no
+/// matmul_backward() would recompute. For two fp32 factors that run the register-tile forward and
+/// backward (see set_backward_kernel), the state T0 = X·(I ⊗ F2) (M × p1·q2), which the forward's
+/// first step computes anyway. 0 when there is nothing to keep: one kernel group otherwise (no
 /// intermediate state), or a backward whose groups differ from the forward's (it then recomputes
 /// its own). Data pointers are not read.
 std::size_t matmul_saved_states_size(const MatmulParams& p);

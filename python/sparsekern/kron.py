@@ -19,13 +19,19 @@ overrides it), for A/B measurements (see include/sparsekern/kron.h).
 Backward selection: two implementations compute the same gradients. The fused native backward
 (``_C.kron_matmul_backward``) runs the library's fused kernels; the step-wise backward
 (``_backward_steps``) is reverse mode over the factor steps, every step one plain GEMM (cuBLAS
-through ``torch.mm`` on CUDA), the forward's intermediate states recomputed once. By default CUDA
-tensors take the step-wise backward for the factor shapes where it measured faster on an H200
-(fp32, TF32 off; ``tools/diag/kron_bwd_steps.py``): two factors with 4096 ≤ p·q and p, q < 128
-((1024,[64,64]) 195 µs against 278 µs fused, (4096,[64,64]) 534 against 1040) and three or more
-factors with p·q ≥ 1024 each ((128,[32,32,32]) 246 against 351); everything else (and the CPU)
-keeps the fused backward, e.g. (1024,[32,32]) 105 µs fused against 228, (1024,[8,8,8,8]) 232
-against 635. ``SPARSEKERN_KRON_BWD=steps`` or ``=fused`` (read on every backward call) forces one.
+through ``torch.mm`` on CUDA), the forward's intermediate states recomputed once. Two float32
+factors with every side a multiple of 4 and at most 64 take the native backward's register-tile
+kernel (one kernel for ∂ℓ/∂x and both ∂ℓ/∂F; ``_regtile_backward``), which measured faster than
+both others on every such shape (H200, fp32, device time, tools/diag/kron_bwd_fast.py:
+(1024,[64,64]) 98 µs against 152 step-wise and 274 generic fused, (4096,[64,64]) 329 against 523
+and 1038, (1024,[32,32]) 23 against 60 and 54). Otherwise CUDA tensors take the step-wise
+backward for the factor shapes where it measured faster than the generic fused kernel
+(``tools/diag/kron_bwd_steps.py``): two factors with 4096 ≤ p·q and p, q < 128 (e.g. (64, 96)
+and (96, 64)) and three or more factors with p·q ≥ 1024 each ((128,[32,32,32]) 246 µs against
+351); everything else (and the CPU) keeps the fused backward, e.g. (1024,[8,8,8,8]) 232 µs fused
+against 635. ``SPARSEKERN_KRON_BWD=steps`` or ``=fused`` (read on every backward call) forces one;
+``SPARSEKERN_KRON_BWD_KERNEL=old`` (``_C.kron_set_backward_kernel``) turns the register-tile
+kernel off.
 Under ``torch.compile`` the choice is made when the backward is traced. The steps backward is made
 of differentiable torch ops, so it also supports double backward (``create_graph=True``); in a
 plain backward on CUDA its one transposed copy (of ∂ℓ/∂y) runs the library's tiled transpose.
@@ -38,7 +44,10 @@ the intermediate states between its kernels (plans of several kernel groups whos
 the same groups, e.g. two cuBLAS steps for factors of 128) instead of letting the backward
 recompute them: about one x-sized buffer per extra group, held until the backward
 (``SPARSEKERN_KRON_SAVE_STATES=0``: recompute; H200, (1024,[128,128]) backward 529 µs kept
-against 648 µs recomputed).
+against 648 µs recomputed). Two factors through the register-tile forward and backward keep
+T0 = x·(I ⊗ F2) (M × p1·q2), which the forward computes anyway as its first step: the backward
+then skips one of its five GEMMs ((1024,[64,64]) 98 µs against 130 µs recomputing, for about 3 µs
+more in the forward).
 """
 from __future__ import annotations
 

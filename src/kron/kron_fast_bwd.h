@@ -37,6 +37,15 @@
 //   F1 [i1][j1] pitch q1p, F0T [j0][i0] pitch p0p, F1T [j1][i1] pitch p1p (zero-padded).
 // Phases per tile: W (wait for this tile's inputs, start the next tile's), A (T0 and G1 steps),
 // B (∂ℓ/∂F0, ∂ℓ/∂F1, ∂X step and its stores). After the last tile: the blocks' partial sums.
+//
+// Kept T0. A training forward through the register-tile forward keeps T0 (its first step's output,
+// kron_fast.h's fast_step_last writes it); then T0T is loaded (a stage buffer, transposed like DT)
+// instead of computed: no XT, no F1 copy, four GEMMs. Phase A runs G1 and ∂ℓ/∂F0 (whose inputs are
+// all loaded); with `alias`, G1's registers are written after one more barrier over DN and DT,
+// which nothing reads after phase A, so the block needs about half the shared memory and two fit
+// an SM ((64 ⊗ 64): 100 KB instead of 202 KB).
+// GN swizzle (q1p ≥ 32): the G1 write-back stores rows 4 apart from neighbouring lanes; at pitch q1p
+// those all fall in one bank group, so vector v of GN row r sits at v ^ ((r >> 2) & 7).
 
 #include "kron_fast.h"
 

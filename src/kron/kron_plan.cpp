@@ -38,6 +38,19 @@
 //                               steps after the last mode); rows per tile halve while neither fits
 //   grid                      → persistent: one block per SM for 8 × 8 tiles (up to 255
 //                               registers), up to two for 4 × 4 and for 128-thread 8 × 8
+//
+// fp32 backward of two factors with every side a multiple of 4 and ≤ 64 (the register-tile backward
+// of kron_fast_bwd.h; SPARSEKERN_KRON_BWD_KERNEL=old never; one group whatever choose_groups says):
+//   register tile             → 4 × 4 (8 × 8 measured 1.4-1.8x slower: at the rows that fit, most
+//                               threads would hold no tile), 8 × 8 only where one row has more
+//                               outputs than 256 × 16
+//   rows per tile             → ⌈M / (2 × SMs)⌉ (every block of a two-per-SM grid gets a tile; more
+//                               rows per tile measured faster than more tiles per block), capped
+//                               by the 4 × 4 tiles of 256 threads and by shared memory
+//   blocks per SM, stages     → two per SM where they fit (half the SM's shared memory), else one;
+//                               at each the most rows, two input stages before one at equal rows
+//   kept T0                   → planned separately (fewer buffers, G1 over the stage's copies of
+//                               ∂ℓ/∂Y): with (32 ⊗ 32) and (64 ⊗ 64) it fits two blocks per SM
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
