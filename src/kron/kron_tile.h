@@ -57,6 +57,36 @@ SK_KRON_FN TileCoord tile_at(const FusedArgs& a, long long t) {
 // Global ↔ shared memory
 // ------------------------------------------------------------------------------------------------
 
+/// Whether copy_acc copies asynchronously: on sm_80+, when the storage type is the accumulator type
+/// (fp32, fp64), as cp.async. A plain load followed by a shared store serialises on the GPU (the
+/// compiler cannot hoist the next load above a store through generic pointers): one global latency
+/// per element a thread copies.
+template <class Ops>
+constexpr bool kAsyncCopy = std::is_same_v<typename Ops::T, typename Ops::Acc> &&
+                            (sizeof(typename Ops::T) == 4 || sizeof(typename Ops::T) == 8);
+
+/// *dst ← to_acc(*src): cp.async where kAsyncCopy (finished by copy_drain), else a plain copy.
+template <class Ops>
+SK_KRON_FN void copy_acc(typename Ops::Acc* dst, const typename Ops::T* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kAsyncCopy<Ops>) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(sizeof(typename Ops::T))
+                 : "memory");
+    return;
+  }
+#endif
+  *dst = Ops::to_acc(*src);
+}
+
+/// Waits for this thread's copy_acc copies (the phase's barrier then makes them visible to all).
+template <class Ops>
+SK_KRON_FN void copy_drain() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kAsyncCopy<Ops>) asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
 /// Copies every factor of the group into shared memory as ppad × qpad (row-major, zero-padded).
 template <class Ops>
 SK_KRON_FN void load_factors(const FusedArgs& a, typename Ops::Acc* sm, int tid, int nt) {
@@ -67,10 +97,13 @@ SK_KRON_FN void load_factors(const FusedArgs& a, typename Ops::Acc* sm, int tid,
     const int total = md.ppad * md.qpad;
     for (int e = tid; e < total; e += nt) {
       const int i = e / md.qpad, j = e - (e / md.qpad) * md.qpad;
-      sm[md.f_off + e] = (i < md.p && j < md.q) ? Ops::to_acc(f[i * md.f_rs + j * md.f_cs])
-                                                : typename Ops::Acc(0);
+      if (i < md.p && j < md.q)
+        copy_acc<Ops>(sm + md.f_off + e, f + i * md.f_rs + j * md.f_cs);
+      else
+        sm[md.f_off + e] = typename Ops::Acc(0);
     }
   }
+  copy_drain<Ops>();
 }
 
 /// Loads the tile's chunks of a contiguous-chunk state (X[m, l, s] at src[m·ld + l·s_chunk + s])
@@ -91,7 +124,12 @@ SK_KRON_FN void load_contig(const void* src_v, long long ld, int vec, const Fuse
       nvalid = tc.tlv;
       const T* row = static_cast<const T*>(src_v) + m * ld + tc.l0 * s;
       const int n = nvalid * s;
-      if (vec) {
+      if (kAsyncCopy<Ops>) {  // element-wise cp.async: consecutive lanes, consecutive elements
+        for (int e = tid; e < n; e += nt) {
+          const int c = div_s.div(e);
+          copy_acc<Ops>(buf + (c0 + c) * a.csp + swz(e - c * s, a.sh), row + e);
+        }
+      } else if (vec) {
         for (int e = tid * V; e < n; e += nt * V) {
           Acc v[V];
           Ops::load_vec(row + e, v);
@@ -114,6 +152,7 @@ SK_KRON_FN void load_contig(const void* src_v, long long ld, int vec, const Fuse
       buf[(c0 + nvalid + c) * a.csp + swz(e - c * s, a.sh)] = Acc(0);
     }
   }
+  copy_drain<Ops>();
 }
 
 /// Stores the tile's valid chunks of `buf` to a contiguous-chunk state (inverse of load_contig).
@@ -198,7 +237,14 @@ SK_KRON_FN void load_strided(const void* src_v, long long ld, int vec, const Fus
     const T* row = static_cast<const T*>(src_v) + (row_ok ? m * ld + tc.l0 : 0);
     if (a.L == 1) {
       Acc* dst = buf + r * a.csp;
-      if (vec && row_ok) {
+      if (kAsyncCopy<Ops>) {
+        for (int e = tid; e < s; e += nt) {
+          if (row_ok)
+            copy_acc<Ops>(dst + swz(e, a.sh), row + e);
+          else
+            dst[swz(e, a.sh)] = Acc(0);
+        }
+      } else if (vec && row_ok) {
         for (int e = tid * V; e < s; e += nt * V) {
           Acc v[V];
           Ops::load_vec(row + e, v);
@@ -213,11 +259,15 @@ SK_KRON_FN void load_strided(const void* src_v, long long ld, int vec, const Fus
       for (int e = tid; e < n; e += nt) {
         const int j = a.div_tl.div(e);
         const int lt = e - j * a.tl;
-        buf[(r * a.tl + lt) * a.csp + swz(j, a.sh)] =
-            (row_ok && lt < tc.tlv) ? Ops::to_acc(row[j * a.L + lt]) : Acc(0);
+        Acc* d = buf + (r * a.tl + lt) * a.csp + swz(j, a.sh);
+        if (row_ok && lt < tc.tlv)
+          copy_acc<Ops>(d, row + j * a.L + lt);
+        else
+          *d = Acc(0);
       }
     }
   }
+  copy_drain<Ops>();
 }
 
 // ------------------------------------------------------------------------------------------------
