@@ -46,6 +46,13 @@
 #include "kron_internal.h"
 #include "kron_tile.h"
 
+#if defined(__CUDACC__)
+#include <atomic>
+#include <cstddef>
+
+#include "../common/cuda_check.h"
+#endif
+
 namespace sparsekern::kron::detail {
 
 /// Per-thread registers that survive a barrier: the accumulator tile.
@@ -138,6 +145,38 @@ SK_KRON_FN void async_wait() {
 #endif
 }
 
+#if defined(__CUDACC__)
+/// Opts `Kernel` in to `smem` bytes of dynamic shared memory when above 48 KB, once per device and
+/// size (a template on the kernel itself: one record per kernel, not per signature).
+template <auto Kernel>
+void fast_opt_in_smem(std::size_t smem, int device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::size_t> configured[kMaxDevices] = {};
+  if (smem > (48u << 10) && (device >= kMaxDevices || configured[device].load() < smem)) {
+    SK_CUDA_TRY(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if (device < kMaxDevices) configured[device].store(smem);
+  }
+}
+
+/// The Exec of the register-tile programs on the GPU: one thread's registers across barriers live
+/// in the kernel's frame (every index into them is a compile-time constant, so they stay in
+/// registers); a phase ends with __syncthreads().
+template <class Regs>
+struct FastDeviceExec {
+  Regs regs;
+  __device__ __forceinline__ int nthreads() const { return static_cast<int>(blockDim.x); }
+  template <class F>
+  __device__ __forceinline__ void phase(F&& f) {
+    f(static_cast<int>(threadIdx.x), regs);
+    __syncthreads();
+  }
+  template <class F>
+  __device__ __forceinline__ void phase_nosync(F&& f) {
+    f(static_cast<int>(threadIdx.x), regs);
+  }
+};
+#endif
+
 /// Calls f(IntC<qpad>) for the factor widths the planner allows.
 template <class F>
 SK_KRON_FN void with_qpad(int qpad, F&& f) {
@@ -169,23 +208,19 @@ struct FastGeo {
   static SK_KRON_FN int jof(int j0, int jj) { return j0 + (jj >> 2) * 4 * LJ + (jj & 3); }
 };
 
-/// acc = Σ_k F[k, j-tile] ⊗ B(k, n-tile); b[v] points at B(0, vector v), consecutive k `bstride` apart.
+/// acc += Σ_{k < K} A[k, j-tile] ⊗ B(k, n-tile); A rows `astride` apart (a factor copy: QP), b[v]
+/// points at B(0, vector v), consecutive k `bstride` apart.
 template <int TM, int TN, int QP>
-SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int bstride, int K,
-                         float (&acc)[TM][TN]) {
+SK_KRON_FN void fast_mma_acc(const float* fa, int astride, const float* const (&b)[TN / 4], int bstride, int K,
+                             float (&acc)[TM][TN]) {
   constexpr int LJ = FastGeo<TM, TN, QP>::LJ;
-  SK_KRON_UNROLL
-  for (int i = 0; i < TM; ++i) {
-    SK_KRON_UNROLL
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-  }
 #if defined(__CUDACC__)
 #pragma unroll 4
 #endif
   for (int k = 0; k < K; ++k) {
     float av[TM], bv[TN];
     SK_KRON_UNROLL
-    for (int w = 0; w < TM / 4; ++w) lds4(fa + k * QP + w * 4 * LJ, av + 4 * w);
+    for (int w = 0; w < TM / 4; ++w) lds4(fa + k * astride + w * 4 * LJ, av + 4 * w);
     SK_KRON_UNROLL
     for (int v = 0; v < TN / 4; ++v) lds4(b[v] + k * bstride, bv + 4 * v);
     SK_KRON_UNROLL
@@ -194,6 +229,18 @@ SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int b
       for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
     }
   }
+}
+
+/// acc = Σ_k F[k, j-tile] ⊗ B(k, n-tile) for a factor copy F (rows QP apart).
+template <int TM, int TN, int QP>
+SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int bstride, int K,
+                         float (&acc)[TM][TN]) {
+  SK_KRON_UNROLL
+  for (int i = 0; i < TM; ++i) {
+    SK_KRON_UNROLL
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+  fast_mma_acc<TM, TN, QP>(fa, QP, b, bstride, K, acc);
 }
 
 /// Starts the copies of every factor into shared memory as p × qpad (row-major, columns past q

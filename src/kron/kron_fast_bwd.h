@@ -70,29 +70,6 @@ SK_KRON_FN void copy16_async(float* dst, const float* src, bool valid) {
 #endif
 }
 
-/// acc += Σ_{k < K} A[k, j-tile] ⊗ B(k, n-tile), A rows `astride` apart (kron_fast.h's fast_mma
-/// without the zeroing, with a run-time A pitch).
-template <int TM, int TN, int QP>
-SK_KRON_FN void fast_mma_acc(const float* fa, int astride, const float* const (&b)[TN / 4], int bstride, int K,
-                             float (&acc)[TM][TN]) {
-  constexpr int LJ = FastGeo<TM, TN, QP>::LJ;
-#if defined(__CUDACC__)
-#pragma unroll 4
-#endif
-  for (int k = 0; k < K; ++k) {
-    float av[TM], bv[TN];
-    SK_KRON_UNROLL
-    for (int w = 0; w < TM / 4; ++w) lds4(fa + k * astride + w * 4 * LJ, av + 4 * w);
-    SK_KRON_UNROLL
-    for (int v = 0; v < TN / 4; ++v) lds4(b[v] + k * bstride, bv + 4 * v);
-    SK_KRON_UNROLL
-    for (int i = 0; i < TM; ++i) {
-      SK_KRON_UNROLL
-      for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
-    }
-  }
-}
-
 /// Rows m0 … m0+C−1 of a row-major matrix (rows past M zero) → dst[c·len + e], natural order.
 SK_KRON_FN void fb_issue_rows(const float* src, long long ld, int len, bool vec, long long M, long long m0, int C,
                               float* dst, int tid, int nt) {

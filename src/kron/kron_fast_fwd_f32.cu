@@ -2,7 +2,6 @@
 // program in kron_fast.h: 8×8 register tiles with 256 or 128 threads, 4×4 with 256.
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstddef>
 
 #include "../common/cuda_check.h"
@@ -10,23 +9,6 @@
 
 namespace sparsekern::kron::detail {
 namespace {
-
-/// One thread's registers across barriers live in the kernel's frame (the compiler keeps the
-/// accumulator tile in registers: every index into it is a compile-time constant).
-template <class Regs>
-struct FastDeviceExec {
-  Regs regs;
-  __device__ __forceinline__ int nthreads() const { return static_cast<int>(blockDim.x); }
-  template <class F>
-  __device__ __forceinline__ void phase(F&& f) {
-    f(static_cast<int>(threadIdx.x), regs);
-    __syncthreads();
-  }
-  template <class F>
-  __device__ __forceinline__ void phase_nosync(F&& f) {
-    f(static_cast<int>(threadIdx.x), regs);
-  }
-};
 
 /// 8×8 tiles, 256 threads: one block per SM (the planner sizes shared memory for that), so up to 255
 /// registers per thread: 64 accumulators and the next k's operands stay in registers without
@@ -41,15 +23,8 @@ __global__ void __launch_bounds__(NT, TILE == 8 && NT == 256 ? 1 : 2) kron_fast_
 
 template <int TILE, int NT>
 void launch_fast(const FastArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  auto kernel = kron_fast_kernel<TILE, NT>;
-  // Opt-in shared memory above 48 KB, once per device and size (as in kron_fused.cuh).
-  constexpr int kMaxDevices = 64;
-  static std::atomic<std::size_t> configured[kMaxDevices] = {};
-  if (smem > (48u << 10) && (device >= kMaxDevices || configured[device].load() < smem)) {
-    SK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    if (device < kMaxDevices) configured[device].store(smem);
-  }
-  kernel<<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  fast_opt_in_smem<kron_fast_kernel<TILE, NT>>(smem, device);
+  kron_fast_kernel<TILE, NT><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
 }
 

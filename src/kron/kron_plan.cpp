@@ -301,6 +301,20 @@ FwdSelect backward_select() {
   return g_bwd_select;
 }
 
+/// A selection in the syntax parse_forward_kernel reads.
+std::string select_name(const FwdSelect& sel) {
+  if (sel.kernel == 0) return "old";
+  if (sel.kernel == 2) return "auto";
+  std::string s = "new:";
+  if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
+  if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
+  if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
+  if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
+  if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
+  s.pop_back();  // the last ',' (or the ':' of a plain "new")
+  return s;
+}
+
 /// Whether the two-factor register-tile backward (kron_fast_bwd.h) takes these modes (fp32 and one
 /// group checked by the caller): p, q ≤ 64 and multiples of 4 (16-byte vectors along every index).
 bool fast_bwd_eligible(const std::vector<ModeDims>& modes) {
@@ -734,32 +748,8 @@ void set_backward_kernel(const std::string& name) {
   detail::g_bwd_select = sel;
 }
 
-std::string backward_kernel() {
-  const detail::FwdSelect sel = detail::backward_select();
-  if (sel.kernel == 0) return "old";
-  if (sel.kernel == 2) return "auto";
-  std::string s = "new:";
-  if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
-  if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
-  if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
-  if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
-  s.pop_back();
-  return s;
-}
+std::string backward_kernel() { return detail::select_name(detail::backward_select()); }
 
-std::string forward_kernel() {
-  const detail::FwdSelect sel = detail::forward_select();
-  if (sel.kernel == 0) return "old";
-  if (sel.kernel == 2) return "auto";
-  if (sel.tile == 0 && sel.rows == 0 && sel.stages == 0 && sel.threads == 0 && sel.grid == 0) return "new";
-  std::string s = "new:";
-  if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
-  if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
-  if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
-  if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
-  if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
-  s.pop_back();
-  return s;
-}
+std::string forward_kernel() { return detail::select_name(detail::forward_select()); }
 
 }  // namespace sparsekern::kron

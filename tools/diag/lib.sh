@@ -14,3 +14,24 @@ diag_env() {  # the GPU, its clocks, and the versions the scripts run against
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
   python3 -c "import torch, sparsekern; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'sparsekern', sparsekern.__version__)"
 }
+# diag_start: starts the clock of cap N (seconds left until N after the start, at least 5: a
+# timeout for the next step that keeps the whole call within N).
+diag_start() { T0=$SECONDS; }
+cap() { local c=$(( $1 - (SECONDS - T0) )); [ $c -lt 5 ] && c=5; echo $c; }
+# diag_kron_cuda_tests LIMIT: every kron CUDA test, count and failures.
+diag_kron_cuda_tests() {
+  timeout $(cap $1) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1
+  echo "kron cuda tests: $(tail -1 $OUT/kron_tests.txt)"
+  grep -E "^FAILED" $OUT/kron_tests.txt | head -5
+}
+# diag_kron_bench LIMIT: `sparsekern bench --full --family kron` into $OUT/kron.json, a line per row.
+diag_kron_bench() {
+  timeout $(cap $1) python3 -m sparsekern.cli bench --full --family kron --json $OUT/kron.json > $OUT/kron_bench.txt 2>&1
+  echo "kron bench exit $?"
+  python3 - <<'PY'
+import json, os
+d = json.load(open(os.environ["OUT"] + "/kron.json"))
+for r in d["rows"]:
+    print(f"{r['op'][12:]:4s} {r['shape']:18s} eager {1e3*r['ours']:7.1f} v2 {1e3*r['anchor_time']:7.1f} | device {1e3*r.get('device_ms_ours', float('nan')):7.1f} v2 {1e3*r.get('device_ms_anchor', float('nan')):7.1f} | roof {1e3*r.get('roofline_ms', float('nan')):6.1f}")
+PY
+}

@@ -6,17 +6,14 @@ diag_build /tmp/build_step.log
 rm -f $OUT/*
 diag_env
 cd /tmp
-T0=$SECONDS
-cap() { local c=$(( $1 - (SECONDS - T0) )); [ $c -lt 5 ] && c=5; echo $c; }
+diag_start
 T=$R/tests/python
 timeout $(cap 60) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda -k "backward_fast or backward_kernel_choice" > $OUT/new_tests.txt 2>&1
 echo "new tests: $(tail -1 $OUT/new_tests.txt)"
 grep -E "^FAILED|Error" $OUT/new_tests.txt | head -5
 timeout $(cap 200) python3 $R/tools/diag/kron_bwd_fast.py $OUT/kron_bwd_fast.json > $OUT/kron_bwd_fast.txt 2>&1
 cat $OUT/kron_bwd_fast.txt | cut -c1-250
-timeout $(cap 330) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1
-echo "kron cuda tests: $(tail -1 $OUT/kron_tests.txt)"
-grep -E "^FAILED" $OUT/kron_tests.txt | head -5
+diag_kron_cuda_tests 330
 timeout $(cap 400) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/kron_bwd_fast_check.py > $OUT/memcheck.txt 2>&1
 echo "memcheck exit $?: $(grep -E "ERROR SUMMARY" $OUT/memcheck.txt | tail -1); $(grep -c ' ok$' $OUT/memcheck.txt) ok, $(grep -c WRONG $OUT/memcheck.txt) wrong"
 timeout $(cap 440) compute-sanitizer --tool racecheck --error-exitcode 3 python3 $R/tools/diag/kron_bwd_fast_check.py small > $OUT/racecheck.txt 2>&1

@@ -6,12 +6,8 @@ diag_build /tmp/build_step.log
 rm -f $OUT/*
 diag_env
 cd /tmp
-T0=$SECONDS
-cap() { local c=$(( $1 - (SECONDS - T0) )); [ $c -lt 5 ] && c=5; echo $c; }
-T=$R/tests/python
-timeout $(cap 40) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1
-echo "kron cuda tests: $(tail -1 $OUT/kron_tests.txt)"
-grep -E "^FAILED" $OUT/kron_tests.txt | head -5
+diag_start
+diag_kron_cuda_tests 40
 timeout $(cap 200) python3 $R/tools/diag/kron_bwd_fast.py $OUT/kron_bwd_fast.json > $OUT/kron_bwd_fast.txt 2>&1
 grep -v "kernels:\|Warn\|warn" $OUT/kron_bwd_fast.txt | cut -c1-330
 timeout $(cap 320) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/kron_bwd_fast_check.py > $OUT/memcheck.txt 2>&1
