@@ -59,10 +59,7 @@ __device__ __forceinline__ T convert(Acc v) {
 }
 
 /// Block of 8 warps over 32 consecutive elements of the p×q block: lane = element, warp = every
-/// 8th partial, summed into four accumulators (partials b, b+8, b+16, b+24 of each step of 32: four
-/// independent loads in flight per step instead of one chain of dependent adds, which left the
-/// kernel latency-bound, ~2.5 µs for 264 partials of 2 × 4096 on an H200); the accumulators and
-/// then the 8 warp sums are added in a fixed order (deterministic).
+/// 8th partial; the 8 warp sums are added in shared memory in a fixed order (deterministic).
 template <typename T, typename Acc>
 __device__ __forceinline__ void reduce_block(const ReduceDesc& r, unsigned block) {
   __shared__ Acc sums[8][32];
@@ -72,17 +69,7 @@ __device__ __forceinline__ void reduce_block(const ReduceDesc& r, unsigned block
   Acc sum = Acc(0);
   if (e < n) {
     const Acc* part = static_cast<const Acc*>(r.partial) + e;
-    Acc s0 = Acc(0), s1 = Acc(0), s2 = Acc(0), s3 = Acc(0);
-    long long b = warp;
-#pragma unroll 2
-    for (; b + 24 < r.count; b += 32) {
-      s0 += part[b * r.stride];
-      s1 += part[(b + 8) * r.stride];
-      s2 += part[(b + 16) * r.stride];
-      s3 += part[(b + 24) * r.stride];
-    }
-    for (; b < r.count; b += 8) s0 += part[b * r.stride];
-    sum = (s0 + s1) + (s2 + s3);
+    for (long long b = warp; b < r.count; b += 8) sum += part[b * r.stride];
   }
   sums[warp][lane] = sum;
   __syncthreads();
