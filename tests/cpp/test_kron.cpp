@@ -23,6 +23,7 @@ using sk::InvalidArgument;
 namespace {
 
 int g_saved_cases = 0;  // cases whose forward kept states for the backward (must be some)
+int g_t0_cases = 0;  // two-factor fp32 cases whose forward kept T0 for the register-tile backward
 
 template <typename T> struct Traits;
 // Relative Frobenius error allowed (inputs are rounded to T first, so only the op's own rounding
@@ -209,10 +210,42 @@ void check_case(long long M, const std::vector<Shape>& sh, bool transposed_facto
     bp2.grad_factors = nullptr;
     bp2.saved_states = fp2.saved_states;
     std::vector<unsigned char> bws2(sk::kron::matmul_backward_workspace_size(bp2), 0xff);
-    SK_CHECK(bws2.size() + sbytes == bws.size(), what, ": backward workspace with saved states ", bws2.size(),
-             " + ", sbytes, " != ", bws.size());
+    // Two fp32 factors of the register-tile kernels keep T0 = X·(I ⊗ F2) apart from the workspace;
+    // other plans keep the states the backward's workspace would hold.
+    const bool t0 = sk::kron::describe_plan(fp, true).find("regtile-bwd") != std::string::npos;
+    if (t0) {
+      SK_CHECK(sbytes >= static_cast<std::size_t>(M * sh[0].p * sh[1].q) * sizeof(float), what, ": T0 of ", sbytes,
+               " bytes");
+      SK_CHECK(bws2.size() == bws.size(), what, ": backward workspace with T0 kept ", bws2.size(), " != ",
+               bws.size());
+    } else {
+      SK_CHECK(bws2.size() + sbytes == bws.size(), what, ": backward workspace with saved states ", bws2.size(),
+               " + ", sbytes, " != ", bws.size());
+    }
     bp2.workspace = sk::Workspace{bws2.data(), bws2.size()};
+    std::vector<std::vector<T>> gf2(n);
+    std::vector<sk::MutableMatrixView> gfv2(n);
+    if (t0) {  // ∂ℓ/∂F from the kept T0 as well (another summation order: compared within tolerance)
+      for (int t = 0; t < n; ++t) {
+        gf2[t].assign(static_cast<std::size_t>(sh[t].p * sh[t].q), nan);
+        gfv2[t] = sk::MutableMatrixView{gf2[t].data(), sh[t].p, sh[t].q, sh[t].q, 1, 0};
+      }
+      bp2.grad_factors = gfv2.data();
+    }
     sk::kron::matmul_backward(bp2, nullptr);
+    if (t0) {
+      for (int t = 0; t < n; ++t) {
+        std::vector<double> a(gf2[t].size()), b(gf2[t].size());
+        for (long long i = 0; i < sh[t].p; ++i)
+          for (long long j = 0; j < sh[t].q; ++j) {
+            a[i * sh[t].q + j] = to_d(gf2[t][i * sh[t].q + j]);
+            b[i * sh[t].q + j] = t == 1 ? a[i * sh[t].q + j] : to_d(gf[t][i * (sh[t].q + 2) + j]);
+          }
+        const double e = rel_err(a, b);
+        SK_CHECK(e <= 4 * Traits<T>::tol, what, ": grad_factors[", t, "] from the kept T0, rel. difference ", e);
+      }
+      ++g_t0_cases;
+    }
     bool same = true;
     for (long long m = 0; m < M; ++m) {
       for (long long j = 0; j < Q; ++j) same = same && to_d(y2[m * ldy + j]) == to_d(y[m * ldy + j]);
@@ -234,6 +267,7 @@ void check_dtype(std::mt19937& rng) {
       {2, {{8, 8}, {8, 8}, {6, 6}, {5, 5}}},               // f64 backward: several groups
       {3, {{70, 3}, {2, 5}}},                              // a factor > 64: GEMM steps
       {2, {{4, 2}, {66, 1}, {3, 3}}},                      // GEMM step between fused groups
+      {5, {{32, 8}, {4, 12}}},                             // f32: register-tile forward and backward
   };
   for (const auto& c : cases) {
     check_case<T>(c.first, c.second, false, rng);
@@ -317,5 +351,6 @@ int main() {
   check_validation();
   check_fast_division(rng);
   SK_CHECK(g_saved_cases > 0, "no case kept forward states for the backward");
+  SK_CHECK(g_t0_cases > 0, "no case kept T0 for the register-tile backward");
   return sk_test::summary("test_kron");
 }
