@@ -279,27 +279,23 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   return sel;
 }
 
-FwdSelect forward_select() {
+/// `sel`, read from the environment variable `env` when not read yet (kernel < 0).
+FwdSelect read_select(FwdSelect& sel, const char* env) {
   std::lock_guard<std::mutex> lock(g_select_mutex);
-  if (g_select.kernel < 0) {
-    const char* env = std::getenv("SPARSEKERN_KRON_FWD");
-    g_select = parse_forward_kernel(env != nullptr ? env : "", "SPARSEKERN_KRON_FWD");
+  if (sel.kernel < 0) {
+    const char* v = std::getenv(env);
+    sel = parse_forward_kernel(v != nullptr ? v : "", env);
   }
-  return g_select;
+  return sel;
 }
+
+FwdSelect forward_select() { return read_select(g_select, "SPARSEKERN_KRON_FWD"); }
 
 /// The fused backward kernel selection (see kron::set_backward_kernel), same syntax as the forward's;
 /// "auto" and "new" both take the register-tile backward wherever it is eligible.
 FwdSelect g_bwd_select;
 
-FwdSelect backward_select() {
-  std::lock_guard<std::mutex> lock(g_select_mutex);
-  if (g_bwd_select.kernel < 0) {
-    const char* env = std::getenv("SPARSEKERN_KRON_BWD_KERNEL");
-    g_bwd_select = parse_forward_kernel(env != nullptr ? env : "", "SPARSEKERN_KRON_BWD_KERNEL");
-  }
-  return g_bwd_select;
-}
+FwdSelect backward_select() { return read_select(g_bwd_select, "SPARSEKERN_KRON_BWD_KERNEL"); }
 
 /// A selection in the syntax parse_forward_kernel reads.
 std::string select_name(const FwdSelect& sel) {

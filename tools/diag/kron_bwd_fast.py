@@ -15,29 +15,18 @@ import math
 import sys
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from sparsekern import _C
 from sparsekern import kron as K
 from sparsekern.bench import graph_time_ms
+
+from kron_profile import kernels  # this folder
 
 dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
 CASES = [(16, [32, 32]), (1024, [32, 32]), (1024, [64, 64]), (4096, [64, 64]), (256, [32, 32]),
          (4096, [32, 32]), (64, [64, 64])]
 SWEEP = ["new:rows=1", "new:rows=2", "new:rows=3", "new:rows=4", "new:rows=6", "new:stages=1"]
-
-
-def kernels(fn, reps=10):
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    ks = [(e.key[:50], round(e.device_time_total / reps, 1)) for e in prof.key_averages()
-          if e.device_time_total > 0 and e.key and not e.key.startswith("cuda")]
-    return sorted(ks, key=lambda kv: -kv[1])
 
 
 def plan(x, fs):
@@ -67,7 +56,8 @@ for batch, sizes in CASES:
     r["new_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs, saved), dev)
     out = K._backward(x, fs, gy, needs, saved)
     r["max_rel_diff_new_old"] = max(((a - b).norm() / b.norm()).item() for a, b in zip(out, ref))
-    r["kernels_new"] = kernels(lambda: K._backward(x, fs, gy, needs, saved))
+    ks, _ = kernels(lambda: K._backward(x, fs, gy, needs, saved))
+    r["kernels_new"] = sorted(((n[:50], round(us, 1)) for n, us in ks.items()), key=lambda kv: -kv[1])
     for sel in SWEEP:
         _C.kron_set_backward_kernel(sel)
         r[sel] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs, saved), dev)

@@ -35,3 +35,12 @@ for r in d["rows"]:
     print(f"{r['op'][12:]:4s} {r['shape']:18s} eager {1e3*r['ours']:7.1f} v2 {1e3*r['anchor_time']:7.1f} | device {1e3*r.get('device_ms_ours', float('nan')):7.1f} v2 {1e3*r.get('device_ms_anchor', float('nan')):7.1f} | roof {1e3*r.get('roofline_ms', float('nan')):6.1f}")
 PY
 }
+# diag_begin: the usual start of a call: build (stopping on failure), empty $OUT, the GPU and
+# versions, work from /tmp, start the clock.
+diag_begin() {
+  diag_build /tmp/build_step.log
+  rm -f $OUT/*
+  diag_env
+  cd /tmp
+  diag_start
+}

@@ -3,11 +3,7 @@
 # device Exec and shared-memory opt-in): kron CUDA tests, memcheck of the register-tile and generic
 # checks, the register-tile backward timings, the kron bench.
 source "$(dirname "$0")/lib.sh"
-diag_build /tmp/build_step.log
-rm -f $OUT/*
-diag_env
-cd /tmp
-diag_start
+diag_begin
 diag_kron_cuda_tests 40
 for chk in kron_bwd_fast_check kron_generic_check; do
   timeout $(cap 200) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/$chk.py > $OUT/memcheck_$chk.txt 2>&1

@@ -2,11 +2,7 @@
 # Session 8, first call: build; the new register-tile backward's CUDA tests, then every kron CUDA
 # test; memcheck of the new backward's tests; device times of the backward implementations.
 source "$(dirname "$0")/lib.sh"
-diag_build /tmp/build_step.log
-rm -f $OUT/*
-diag_env
-cd /tmp
-diag_start
+diag_begin
 T=$R/tests/python
 timeout $(cap 60) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda -k "backward_fast or backward_kernel_choice" > $OUT/new_tests.txt 2>&1
 echo "new tests: $(tail -1 $OUT/new_tests.txt)"

@@ -2,11 +2,7 @@
 # Session 8, second call: s8_run1's tests and timings after the cp.async factor copies (forward and
 # backward) and the two-blocks-per-SM backward plans, then the kron bench (JSON with device times).
 source "$(dirname "$0")/lib.sh"
-diag_build /tmp/build_step.log
-rm -f $OUT/*
-diag_env
-cd /tmp
-diag_start
+diag_begin
 diag_kron_cuda_tests 40
 timeout $(cap 180) python3 $R/tools/diag/kron_bwd_fast.py $OUT/kron_bwd_fast.json > $OUT/kron_bwd_fast.txt 2>&1
 grep -v "kernels:\|Warn\|warn" $OUT/kron_bwd_fast.txt | cut -c1-250

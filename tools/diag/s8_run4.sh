@@ -2,11 +2,7 @@
 # Session 8, fourth call: after the swizzled GN (G1 write-back bank conflicts): kron CUDA tests, backward
 # timings, memcheck, racecheck, then the kron bench (JSON with device times).
 source "$(dirname "$0")/lib.sh"
-diag_build /tmp/build_step.log
-rm -f $OUT/*
-diag_env
-cd /tmp
-diag_start
+diag_begin
 diag_kron_cuda_tests 40
 timeout $(cap 200) python3 $R/tools/diag/kron_bwd_fast.py $OUT/kron_bwd_fast.json > $OUT/kron_bwd_fast.txt 2>&1
 grep -v "kernels:\|Warn\|warn" $OUT/kron_bwd_fast.txt | cut -c1-330

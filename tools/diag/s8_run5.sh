@@ -2,11 +2,7 @@
 # Session 8, fifth call: after cp.async copies in the generic fused kernels (kron_tile.h, fp32/fp64):
 # kron CUDA tests, memcheck of generic and register-tile checks, forward old/new A/B, kron bench.
 source "$(dirname "$0")/lib.sh"
-diag_build /tmp/build_step.log
-rm -f $OUT/*
-diag_env
-cd /tmp
-diag_start
+diag_begin
 diag_kron_cuda_tests 40
 timeout $(cap 130) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/kron_generic_check.py > $OUT/memcheck.txt 2>&1
 echo "memcheck generic exit $?: $(grep -E "ERROR SUMMARY" $OUT/memcheck.txt | tail -1); $(grep -c ' ok$' $OUT/memcheck.txt) ok, $(grep -c WRONG $OUT/memcheck.txt) wrong"
