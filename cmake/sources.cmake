@@ -153,11 +153,16 @@ if(SPARSEKERN_WITH_CUDA)
       src/bsr/sm90/gen/gdds_f16_32_bn.cu
       src/bsr/sm90/gen/gdds_f16_64_bt.cu
       src/bsr/sm90/gen/gdds_f16_64_bn.cu
+      src/bsr/sm90/gen/gdds_f16_128_bt.cu
+      src/bsr/sm90/gen/gdds_f16_128_bn.cu
       src/bsr/sm90/gen/gdds_bf16_32_bt.cu
       src/bsr/sm90/gen/gdds_bf16_32_bn.cu
       src/bsr/sm90/gen/gdds_bf16_64_bt.cu
       src/bsr/sm90/gen/gdds_bf16_64_bn.cu
+      src/bsr/sm90/gen/gdds_bf16_128_bt.cu
+      src/bsr/sm90/gen/gdds_bf16_128_bn.cu
       src/bsr/sm90/gen/gdds_tf32_64_bt.cu
+      src/bsr/sm90/gen/gdds_tf32_128_bt.cu
       src/bsr/sm90/gen/dds_tf32_64_bt.cu
       src/bsr/sm90/gen/dds_tf32_128_bt.cu
       src/bsr/sm90/gen/sdd_f16_64.cu

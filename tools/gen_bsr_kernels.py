@@ -58,7 +58,7 @@ namespace sparsekern::bsr::sm90 {{
 def sm90_instantiations():
     """The Hopper kernels (src/bsr/sm90, built for 90a-real only): 16-bit dds for b = 32/64/128 in
     both B majors, tf32 dds for Bop = Sᵀ at b = 64/128 (wgmma takes tf32 K-major only), the grouped
-    dds (16-bit b = 32/64 both majors, tf32 b = 64 Bop = Sᵀ), 16-bit sdd at b = 64/128 (a b = 32 sdd
+    dds (16-bit b = 32/64/128 both majors, tf32 b = 64/128 Bop = Sᵀ), 16-bit sdd at b = 64/128 (a b = 32 sdd
     on wgmma, 64-row tiles over pairs of block rows, measured slower than the SM80 kernel: see
     docs/PERF_NOTES.md). ~30-55 s of single-core nvcc time each."""
     for e in ("f16", "bf16"):
@@ -70,12 +70,13 @@ def sm90_instantiations():
         yield (f"dds_tf32_{b}_bt.cu", "dds",
                f"template bool dds_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, void*);")
     for e in ("f16", "bf16"):
-        for b in (32, 64):
+        for b in (32, 64, 128):
             for tag, km in (("bt", "true"), ("bn", "false")):
                 yield (f"gdds_{e}_{b}_{tag}.cu", "gdds",
                        f"template bool gdds_launch<Elem::{e}, {b}, {km}>(const tc::TcParams&, int, int, void*);")
-    yield ("gdds_tf32_64_bt.cu", "gdds",
-           "template bool gdds_launch<Elem::tf32, 64, true>(const tc::TcParams&, int, int, void*);")
+    for b in (64, 128):
+        yield (f"gdds_tf32_{b}_bt.cu", "gdds",
+               f"template bool gdds_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, void*);")
     for e in ("f16", "bf16"):
         for b in (64, 128):
             yield (f"sdd_{e}_{b}.cu", "sdd",

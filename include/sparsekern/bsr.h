@@ -78,7 +78,18 @@ struct DdsParams {
   const void* bias = nullptr;  ///< n elements of `dtype`, or null
   MutableMatrixView c{};       ///< m × n, write-only
   dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+  /// Optional scratch on the device (CUDA only; ignored on the CPU): null, or at least
+  /// kDdsWorkspaceBytes, 4-byte aligned. With it, the Hopper kernels hand out their output tiles
+  /// from an atomic counter kept there (zeroed on `stream` before each launch), each row panel's
+  /// heaviest block columns first, so that SMs given light columns take more tiles; without it
+  /// every CTA takes a fixed round-robin share, which leaves SMs idle when the block columns hold
+  /// unequal numbers of blocks (e.g. any random pattern). Like a cuBLAS workspace, it must not be
+  /// in use by another operation that may run at the same time (one buffer per stream is safe).
+  Workspace workspace{};
 };
+
+/// Bytes of DdsParams::workspace that enable the dynamic tile schedule.
+constexpr std::size_t kDdsWorkspaceBytes = 16;
 
 /// values[p] = (A · B) restricted to block p of `pattern`, for every stored block: a sampled dense
 /// product (the gradient of dsd/dds with respect to the sparse values).

@@ -85,7 +85,8 @@ void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int6
          std::int64_t block, const nb::object& row_offsets, const nb::object& col_indices,
          const nb::object& col_offsets, const nb::object& rows_by_col,
          const nb::object& blocks_by_col, bool transpose, const nb::object& bias,
-         const AnyArray& out, bool allow_tf32, std::uintptr_t stream) {
+         const AnyArray& out, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
+         std::size_t workspace_bytes) {
   bsr::DdsParams p;
   p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
                     rows_by_col, blocks_by_col, &p.dtype, &p.device);
@@ -104,6 +105,7 @@ void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int6
   }
   p.transpose_s = transpose;
   p.fp32_math = math(allow_tf32);
+  p.workspace = Workspace{reinterpret_cast<void*>(workspace), workspace_bytes};
   bsr::dds(p, as_stream(stream));
 }
 
@@ -167,8 +169,13 @@ void register_bsr(nb::module_& m) {
         nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_col_offsets").none(), nb::arg("block_rows_by_col").none(),
         nb::arg("blocks_by_col").none(), nb::arg("transpose"), nb::arg("bias").none(),
-        nb::arg("out"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
-        "out ← a · op(S) (+ bias), S block-sparse (rows × cols), op(S) = Sᵀ if transpose");
+        nb::arg("out"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0, nb::arg("workspace") = 0,
+        nb::arg("workspace_bytes") = 0,
+        "out ← a · op(S) (+ bias), S block-sparse (rows × cols), op(S) = Sᵀ if transpose; workspace: "
+        "optional device scratch of bsr_dds_workspace_bytes() bytes for the dynamic tile schedule "
+        "(one per stream)");
+  m.def("bsr_dds_workspace_bytes", [] { return bsr::kDdsWorkspaceBytes; },
+        "bytes of the optional bsr_dds workspace (see DdsParams::workspace)");
   m.def("bsr_dsd", &dsd, nb::arg("values"), nb::arg("rows"), nb::arg("cols"), nb::arg("block_size"),
         nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_col_offsets").none(), nb::arg("block_rows_by_col").none(),

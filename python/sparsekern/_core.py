@@ -89,8 +89,25 @@ def cublas_workspace(t: torch.Tensor, stream: int) -> tuple:
     return ws
 
 
+# One block-sparse dds tile-counter buffer per (device, stream) (DdsParams::workspace): the
+# Hopper kernels hand out output tiles from it. Ops on one stream run in order, so they share it.
+_tile_counters: dict = {}
+
+
+def tile_counter(t: torch.Tensor, stream: int) -> tuple:
+    """(pointer, bytes, tensor) of the bsr dds tile counter for `t`'s device and `stream` (CUDA)."""
+    key = (t.get_device(), stream)
+    ws = _tile_counters.get(key)
+    if ws is None:
+        nbytes = _C.bsr_dds_workspace_bytes()
+        buf = torch.zeros(nbytes, dtype=torch.uint8, device=t.device)
+        ws = _tile_counters[key] = (buf.data_ptr(), nbytes, buf)
+    return ws
+
+
 def release_workspaces() -> None:
     _workspaces.clear()
+    _tile_counters.clear()
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -29,8 +29,8 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, as_dlpack, check_backend, dtype_name,
-                    stream_of)
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _tile_counters, _to_dlpack, as_dlpack, check_backend,
+                    dtype_name, stream_of, tile_counter)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -562,9 +562,14 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias):
         sets = (_to_dlpack(ro), _to_dlpack(ci), None, None, None)
     else:  # the column-wise set, and block_col_indices for the CPU cross-check of blocks_by_col
         sets = (None, _to_dlpack(ci), _to_dlpack(co), _to_dlpack(rbc), _to_dlpack(bbc))
+    if cuda:
+        stream = _raw_stream(a.get_device())
+        ws = _tile_counters.get((a.get_device(), stream)) or tile_counter(a, stream)
+    else:
+        stream, ws = 0, (0, 0)
     _C.bsr_dds(_to_dlpack(a), _to_dlpack(values.contiguous()), rows, cols, values.shape[1], *sets,
                transpose, None if bias is None else _to_dlpack(bias), _to_dlpack(out),
-               cuda and a.dtype is _FLOAT32 and bool(_get_tf32()), _raw_stream(a.get_device()) if cuda else 0)
+               cuda and a.dtype is _FLOAT32 and bool(_get_tf32()), stream, ws[0], ws[1])
     return out
 
 

@@ -201,6 +201,12 @@ void dds(const DdsParams& p, Stream stream) {
   q.c = p.c;
   q.bias = p.bias;
   q.s = dds_sparse(s, p.transpose_s, k, n);
+  if (p.workspace.data != nullptr) {
+    SK_EXPECTS(p.workspace.bytes >= kDdsWorkspaceBytes, "`workspace` must hold at least ", kDdsWorkspaceBytes,
+               " bytes; got ", p.workspace.bytes);
+    SK_EXPECTS(reinterpret_cast<std::uintptr_t>(p.workspace.data) % 4 == 0, "`workspace` must be 4-byte aligned");
+    q.tile_counter = static_cast<int*>(p.workspace.data);
+  }
   run_dds(q, stream, "bsr.dds");
 }
 

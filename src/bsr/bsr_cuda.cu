@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "../common/cuda_check.h"
 #include "bsr_internal.h"
@@ -215,6 +216,20 @@ bool sm90_enabled() {
   return on;
 }
 
+/// The sm_90a dds tile schedule when the caller passed a workspace: SPARSEKERN_BSR_SCHEDULE=static
+/// | dynamic | heavy (read once per process; default heavy: tiles from an atomic counter, each
+/// row panel's heaviest columns first; see sm90/dds_sm90.cuh). static ignores the workspace.
+int schedule() {
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SCHEDULE");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "heavy") == 0) return int(sm90::kHeavyFirst);
+    if (std::strcmp(v, "dynamic") == 0) return int(sm90::kDynamic);
+    if (std::strcmp(v, "static") == 0) return int(sm90::kStatic);
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_SCHEDULE must be static, dynamic or heavy; got '") + v + "'");
+  }();
+  return mode;
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
 
 /// The dtype can use tensor cores on this device: fp16/bf16 always, fp32 only with TF32 allowed.
@@ -242,15 +257,24 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 }
 
 #if SPARSEKERN_BSR_SM90A
-/// The densities from which blocks of 64 / 32 take the grouped kernel by default (see use_grouped).
+/// The densities from which blocks of 64 / 32 / 128 take the grouped kernel by default (see
+/// use_grouped).
 constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4, kGroupedMinDensityTf32 = 0.2;
+constexpr double kGroupedMinDensity128 = 0.2, kGroupedMinDensityTf32_128 = 0.3;
 
-/// Whether a dds with blocks of 32/64 (16-bit) or 64 (tf32) runs the grouped sm_90a kernel (sm90/gdds_sm90.cuh:
-/// 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather than the one-block-
-/// column kernel. The grouped tile loads each A tile once for every block column of its group that
-/// has a block there, which pays when those columns share k blocks, i.e. at higher density; at low
-/// density the union adds steps with a single block. Kernel times on an H200 (session 6, the
-/// lane-parallel union producer; bf16, 8192 × 4096 → 4096, grouped vs one block column, µs):
+/// Whether a dds with blocks of 32/64/128 (16-bit) or 64/128 (tf32) runs the grouped sm_90a kernel
+/// (sm90/gdds_sm90.cuh: 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather
+/// than the one-block-column kernel. The grouped tile loads each A tile once for every block column
+/// of its group that has a block there, which pays when those columns share k blocks, i.e. at
+/// higher density; at low density the union adds steps with a single block. For b = 128 the tile
+/// is one block column of 256 rows (each block slice feeds 256 rows instead of 128, but the
+/// epilogue no longer overlaps another tile's MMAs). Session 9 (H200, dynamic tiles, kernel µs,
+/// 8192 × 4096 → 4096, grouped vs one column at d = 0.05 / 0.1 / 0.25 / 0.5): bf16 b = 128 53.7 vs
+/// 46.6, 70.6 vs 64.5, 120.1 vs 128.1, 202.8 vs 237.0; fp16 b = 128 53.1 vs 47.9, 68.6 vs 64.1,
+/// 124.7 vs 128.6, 210.9 vs 238.3; tf32 b = 128 156 vs 128, 184 vs 151, 272 vs 271, 443 vs 500;
+/// tf32 b = 64 162 vs 126, 209 vs 166, 353 vs 360, 554 vs 698.
+/// Earlier kernel times (session 6, the lane-parallel union producer, static schedule; bf16,
+/// grouped vs one block column, µs):
 ///   b = 64: d = 0.05 60.9 vs 53.8, 0.1 79.5 vs 82.9, 0.25 149 vs 179, 0.5 250 vs 350;
 ///   b = 32: d = 0.05 137 vs 78, 0.1 203 vs 124, 0.25 373 vs 284, 0.5 507 vs 548
 /// (b = 32 steps are 32 deep: per-step pipeline overhead dominates until most of a step's blocks
@@ -262,10 +286,11 @@ bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, 
     const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
     return v == nullptr || *v == '\0' ? -1 : std::strcmp(v, "0") == 0 ? 0 : 1;
   }();
-  if (b != 32 && b != 64) return false;
+  if (b != 32 && b != 64 && b != 128) return false;
   if (forced >= 0) return forced == 1;
   const double cells = double(n_block_cols) * double(k_blocks);
   const double density = cells > 0 ? double(nnz) / cells : 0.0;
+  if (b == 128) return density >= (tf32 ? kGroupedMinDensityTf32_128 : kGroupedMinDensity128);
   return density >= (tf32 ? kGroupedMinDensityTf32 : b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
 }
 
@@ -273,7 +298,8 @@ template <sm90::Elem kE>
 bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
   if (use_grouped(b, false, t.nnz, nb, t.a_cols / b)) {  // tiles of several block columns
     if (b == 32) return bt ? sm90::gdds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 32, false>(t, nb, sms, stream);
-    return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
+    if (b == 64) return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
+    return bt ? sm90::gdds_launch<kE, 128, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 128, false>(t, nb, sms, stream);
   }
   switch (b) {
     case 32: return bt ? sm90::dds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::dds_launch<kE, 32, false>(t, nb, sms, stream);
@@ -287,8 +313,9 @@ bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void
 bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
 #if SPARSEKERN_BSR_SM90A
   if (dtype == DType::f32) {  // tf32: Bop = Sᵀ, b ∈ {64, 128} (checked by the caller)
-    if (b == 64 && use_grouped(64, true, t.nnz, nb, t.a_cols / b))
-      return sm90::gdds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream);
+    if (use_grouped(b, true, t.nnz, nb, t.a_cols / b))
+      return b == 64 ? sm90::gdds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
+                     : sm90::gdds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
     return b == 64 ? sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
                    : sm90::dds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
   }
@@ -356,6 +383,8 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
     t.nnz = p.s.nnz_blocks;
     t.block = int(p.s.block);
     t.bf16 = p.dtype == DType::bf16;
+    t.schedule = schedule();
+    t.tile_counter = t.schedule == sm90::kStatic ? nullptr : p.tile_counter;
     const int nb = int(p.s.n_blocks), b = int(p.s.block);
     // sm_90a: 16-bit with b ∈ {32, 64, 128}; tf32 with Bop = Sᵀ (wgmma reads tf32 K-major only) and
     // b ∈ {64, 128} (the forward of a linear layer).

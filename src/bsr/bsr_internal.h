@@ -31,6 +31,7 @@ struct DdsProblem {
   SparseOperand s{};
   const void* bias = nullptr;
   MutableMatrixView c{};
+  int* tile_counter = nullptr;  ///< from DdsParams::workspace (CUDA), or null
 };
 
 void dds_cpu(const DdsProblem& p);

@@ -130,7 +130,8 @@ def _grouped_edge_matrix(block, dtype, transpose):
     if block == 32:
         pass                                       # columns 4-6: the whole second group empty
     else:
-        mask[5:9, 4] = True                        # b = 64: groups {4, 5} half full, {6} empty
+        mask[5:9, 4] = True                        # b = 64: groups {4, 5} half full, {6} empty;
+                                                   # b = 128 (one column per tile): 2, 5, 6 empty
     if transpose:  # the operand is Sᵀ: S holds the transposed mask
         mask = mask.t().contiguous()
     m = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
@@ -138,7 +139,7 @@ def _grouped_edge_matrix(block, dtype, transpose):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("block", [32, 64])
+@pytest.mark.parametrize("block", [32, 64, 128])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
 def test_dds_grouped_edges(block, dtype, transpose):
@@ -184,40 +185,99 @@ def test_dds_grouped_edges(block, dtype, transpose):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("block", [64, 128])
 @pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
-def test_dds_grouped_edges_tf32(transpose):
-    """The same cases in fp32 with TF32 allowed: blocks of 64 with Bop = Sᵀ take the grouped kernel's
-    tf32 instantiation (Bop = S runs the SM80 kernel: wgmma reads tf32 K-major only)."""
+def test_dds_grouped_edges_tf32(block, transpose):
+    """The same cases in fp32 with TF32 allowed: blocks of 64/128 with Bop = Sᵀ take the grouped
+    kernel's tf32 instantiations (Bop = S runs the SM80 kernel: wgmma reads tf32 K-major only)."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     prev = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
     try:
-        test_dds_grouped_edges(64, torch.float32, transpose)
+        test_dds_grouped_edges(block, torch.float32, transpose)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("grouped", ["1", "0"])
-def test_dds_grouped_edges_each_kernel(grouped):
+@pytest.mark.parametrize("block", [32, 128])
+@pytest.mark.parametrize("n_cols", [40, 257, 600])
+def test_dds_many_columns(block, n_cols):
+    """Block columns past the 256 that a CTA orders heaviest first (the tile schedule then keeps
+    the rotated order: 257 and 600 columns for the one-column kernel, 600 / (128 / b) groups for the
+    grouped one) and below it; skewed column weights (column j holds about j mod 7 blocks), empty
+    columns included; checked per block column against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    kb = 8
+    g = torch.Generator().manual_seed(n_cols + block)
+    weight = torch.arange(n_cols) % 7
+    mask = torch.rand(kb, n_cols, generator=g) < weight / 7.0  # (k blocks, block columns)
+    for dtype in (torch.float16, torch.bfloat16):
+        s = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
+        s = s.with_values(randn(*s.values.shape, dtype=dtype)).to("cuda")
+        x = randn(300, kb * block, dtype=dtype, device="cuda")
+        out = bsr.dds(x, s)
+        ref = x.double() @ dense64(s)
+        for j in range(0, n_cols, max(1, n_cols // 50)):
+            cols = slice(j * block, (j + 1) * block)
+            assert rel_error(out[:, cols], ref[:, cols]) <= tol(dtype, torch.device("cuda")), (dtype, j)
+        assert rel_error(out, ref) <= tol(dtype, torch.device("cuda"))
+
+
+def test_dds_workspace_checked():
+    """DdsParams::workspace, when given, must hold bsr_dds_workspace_bytes() bytes, 4-byte aligned."""
+    s = make_matrix(64, 64, 32, 0.5, torch.float32, torch.device("cpu"))
+    x = torch.randn(4, 64)
+    out = torch.empty(4, 64)
+    buf = torch.zeros(64, dtype=torch.uint8)
+    need = _C.bsr_dds_workspace_bytes()
+    assert need >= 4
+    ro, ci, _, co, rbc, bbc = s.index_sets()
+    dl = torch.utils.dlpack.to_dlpack
+
+    def args():  # fresh capsules per call (a capsule is consumed by the call that takes it)
+        return (dl(x), dl(s.values), 64, 64, 32, None, dl(ci), dl(co), dl(rbc), dl(bbc), False, None, dl(out),
+                False, 0)
+    with pytest.raises(ValueError, match="`workspace` must hold at least"):
+        _C.bsr_dds(*args(), buf.data_ptr(), need - 1)
+    with pytest.raises(ValueError, match="`workspace` must be 4-byte aligned"):
+        _C.bsr_dds(*args(), buf.data_ptr() + 2, need)
+    _C.bsr_dds(*args(), buf.data_ptr(), need)  # on the CPU a valid workspace is ignored
+    assert rel_error(out, x.double() @ dense64(s)) <= tol(torch.float32, torch.device("cpu"))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("env", [dict(SPARSEKERN_BSR_GROUPED="1"), dict(SPARSEKERN_BSR_GROUPED="0"),
+                                 dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_SCHEDULE="static"),
+                                 dict(SPARSEKERN_BSR_GROUPED="0", SPARSEKERN_BSR_SCHEDULE="static"),
+                                 dict(SPARSEKERN_BSR_SCHEDULE="dynamic")],
+                         ids=["grouped", "one-column", "grouped-static", "one-column-static", "dynamic"])
+def test_dds_grouped_edges_each_kernel(env):
     """SPARSEKERN_BSR_GROUPED=1 / 0 (read once per process) forces the grouped sm_90a kernel or the
-    one-block-column one for blocks of 32/64 (by default the choice depends on the density): the
-    same edge cases through each, in a fresh process."""
+    one-block-column one for blocks of 32/64/128 (by default the choice depends on the density), and
+    SPARSEKERN_BSR_SCHEDULE the tile schedule (default heavy: dynamic tiles, heaviest columns
+    first; static: round-robin; dynamic: rotated order): the edge cases through each, in a fresh
+    process."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     code = (
         "import torch, sys\n"
         "sys.path.insert(0, %r)\n"
         "import test_bsr as t\n"
-        "for b in (32, 64):\n"
+        "for b in (32, 64, 128):\n"
         "    for dt in (torch.float16, torch.bfloat16):\n"
         "        for tr in (False, True):\n"
         "            t.test_dds_grouped_edges(b, dt, tr)\n"
-        "for tr in (False, True):\n"
-        "    t.test_dds_grouped_edges_tf32(tr)\n"
+        "for b in (64, 128):\n"
+        "    for tr in (False, True):\n"
+        "        t.test_dds_grouped_edges_tf32(b, tr)\n"
+        "for b in (32, 128):\n"
+        "    for n in (40, 257, 600):\n"
+        "        t.test_dds_many_columns(b, n)\n"
         "print('ok')\n" % str(__import__("pathlib").Path(__file__).parent))
-    out = run_python(code, timeout=300, SPARSEKERN_BSR_GROUPED=grouped)
+    out = run_python(code, timeout=300, **env)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
 
 

@@ -60,6 +60,52 @@ __device__ __forceinline__ void store_pair(T* dst, float v0, float v1) {
   }
 }
 
+/// A 32-bit shared-memory store and load as volatile asm: the producer writes a stage's side data
+/// (block mask, tile) before the arrive on the stage's full barrier, which orders it (CUTLASS's
+/// barrier asm has no memory clobber; a clobber instead would also force every value the compiler
+/// keeps in memory to be reloaded after it); the consumers read it after their wait.
+__device__ __forceinline__ void st_shared_u32(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(p))), "r"(v));
+}
+__device__ __forceinline__ std::uint32_t ld_shared_u32(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(p))));
+  return v;
+}
+
+/// A stage that carries no tile: the consumer stops (dds ring info; the grouped kernel's mask bit).
+constexpr std::uint32_t kNoTile = 0xffffffffu;
+/// The most columns (or column groups) a CTA orders heaviest first (above: the rotated order).
+constexpr int kMaxOrder = 256;
+
+/// The heaviest-first order of a row panel's columns, in shared memory (2 KB).
+struct TileOrder {
+  int weight[kMaxOrder];
+  int order[kMaxOrder];  ///< order[r] = the column (group) of rank r
+};
+
+/// Fills `o` for n groups of `span` block columns (group g = columns g·span … min((g+1)·span,
+/// n_cols) − 1, its weight the number of blocks they hold, from the index set's offsets): rank
+/// by weight, heaviest first, ties by index. Called by the whole CTA (it synchronises); O(n²/
+/// threads) shared-memory reads, ~1 µs at n = 256. With tiles handed out in this order the last
+/// ones of the kernel are the lightest, close to a longest-processing-time-first schedule.
+__device__ __forceinline__ void heavy_first_order(const std::int32_t* offsets, int n_cols, int span, int n,
+                                                  TileOrder& o) {
+  for (int g = int(threadIdx.x); g < n; g += int(blockDim.x))
+    o.weight[g] = offsets[min((g + 1) * span, n_cols)] - offsets[g * span];
+  __syncthreads();
+  for (int g = int(threadIdx.x); g < n; g += int(blockDim.x)) {
+    const int w = o.weight[g];
+    int r = 0;
+    for (int h = 0; h < n; ++h) {
+      const int wh = o.weight[h];
+      r += (wh > w) | ((wh == w) & (h < g));
+    }
+    o.order[r] = g;
+  }
+  __syncthreads();
+}
+
 /// The two stage rings of a ping-pong kernel: consumer warpgroup r (r = 0, 1) owns every other tile
 /// of its CTA and reads only ring r, filled by producer warp r. Separate rings (not one shared
 /// ring that each consumer skips through) because an mbarrier wait matches a phase by parity only:
@@ -70,6 +116,7 @@ template <int kPerRing>
 struct Rings {
   cutlass::arch::ClusterTransactionBarrier full[2][kPerRing];  // TMA landed (1 arrival + bytes)
   cutlass::arch::ClusterBarrier empty[2][kPerRing];            // consumer done (128 arrivals)
+  std::uint32_t info[2][kPerRing];  // dds: the stage's output tile, or kNoTile (see dds_kernel)
 
   __device__ void init() {
     if (threadIdx.x == 0) {

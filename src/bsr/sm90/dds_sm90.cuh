@@ -13,6 +13,13 @@
 //     overlaps the other's wgmma main loop and the producer's loads for the next tiles;
 //   - multiplies with wgmma (HGMMA in SASS) from 128-byte-swizzled shared memory, fp32 accumulators
 //     in registers, a multistage TMA/mbarrier pipeline (one stage ring per consumer, see Rings in common.cuh).
+// Tiles are handed out dynamically when the caller passes a tile counter (DdsArgs::counter): each
+// producer warp takes its consumer's next tile from an atomic counter when it starts loading it,
+// in heaviest-column-first order within each row panel (kHeavyFirst), so that SMs whose tiles had
+// few blocks take more tiles and the last tiles handed out are the lightest. With a static
+// round-robin share, block columns of unequal block counts (any random pattern) leave the SMs
+// that drew the light ones idle at the end: simulated makespans 1.2-1.8x the balanced one at
+// 8192 × 4096 → 4096 (tools/diag/bsr_schedule_sim.py).
 // The tile of one consumer is kWgM × b (a whole block column of C), so each non-zero block is
 // b / kBK k-steps of its main loop. The index sets are read by the producer warp 32 entries at a
 // time (one coalesced load per lane, then warp shuffles), keeping global-load latency off the
@@ -65,6 +72,7 @@ struct DdsConfig {
     alignas(1024) T a[cosize_v<SmemLayoutA>];
     alignas(1024) T b[cosize_v<SmemLayoutB>];
     Rings<kPerRing> rings;
+    TileOrder order;
   };
   static constexpr std::size_t kSmemBytes = sizeof(Shared);
 };
@@ -80,6 +88,8 @@ struct DdsArgs {
   std::int64_t m;
   int m_tiles;
   int n_cols;
+  int* counter;  ///< zeroed tile counter (dynamic schedule), or null (static round-robin)
+  int schedule;  ///< Schedule: kDynamic or kHeavyFirst when counter is set
 };
 
 /// The global (gmem) views the TMA descriptors are built from: shapes (rows, cols) in the
@@ -117,6 +127,38 @@ using DdsTmaB = decltype(make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor
 __device__ __forceinline__ void tile_coords(int tile, int n_cols, int& j, int& mt) {
   mt = tile / n_cols;
   j = (tile % n_cols + mt) % n_cols;
+}
+
+/// The producer warp's next tile (warp-uniform): from the counter when there is one (lane 0's
+/// atomicAdd, broadcast), else `static_tile` (its round-robin share).
+__device__ __forceinline__ int next_tile(int* counter, int static_tile, int lane) {
+  if (counter == nullptr) return static_tile;
+  int v = 0;
+  if (lane == 0) v = atomicAdd(counter, 1);
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+/// Whether the CTA orders each row panel's columns (or column groups) heaviest first: dynamic
+/// tiles, the kHeavyFirst schedule, and at most kMaxOrder of them (the order is computed per CTA).
+__device__ __forceinline__ bool heavy_first(const DdsArgs& p, int n) {
+  return p.counter != nullptr && p.schedule == kHeavyFirst && n <= kMaxOrder;
+}
+
+/// Handed-out tile v → (column or group j, row panel mt): row panels in order; within one, the
+/// heaviest columns first (`heavy`) or the rotated order of tile_coords.
+__device__ __forceinline__ void schedule_coords(int v, int n, bool heavy, const TileOrder& order, int& j, int& mt) {
+  if (heavy) {
+    mt = v / n;
+    j = order.order[v - mt * n];
+  } else {
+    tile_coords(v, n, j, mt);
+  }
+}
+
+/// Sets the tile counter to zero on `stream` before a launch that hands out tiles from it.
+inline void reset_counter(int* counter, void* stream) {
+  if (counter != nullptr)
+    SK_CUDA_TRY(cudaMemsetAsync(counter, 0, sizeof(int), static_cast<cudaStream_t>(stream)));
 }
 
 /// The producer's TMA views (both dds kernels): A's kWgM × kBK tiles, indexed (row tile, k tile),
@@ -157,6 +199,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   __syncthreads();  // barriers initialised before anyone waits on them
 
   const int n_tiles = p.m_tiles * p.n_cols;
+  const bool heavy = heavy_first(p, p.n_cols);  // CTA-uniform
+  if (heavy) heavy_first_order(p.offsets, p.n_cols, 1, p.n_cols, S.order);
   Tensor sA = make_tensor(make_smem_ptr(S.a), typename Cfg::SmemLayoutA{});  // (kWgM, kBK, stages)
   Tensor sB = make_tensor(make_smem_ptr(S.b), typename Cfg::SmemLayoutB{});  // (kBN, kBK, stages)
 
@@ -167,12 +211,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
-    int parity = 0;
-    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, parity ^= 1) {
-      if (parity != ring) continue;
-      int j, mt;
-      tile_coords(tile, p.n_cols, j, mt);
-      const int e0 = p.offsets[j], e1 = p.offsets[j + 1];
+    for (int it = 0;; ++it) {
+      // Static: this CTA's tiles blockIdx.x + i · gridDim.x, ring r taking those with i ≡ r mod 2.
+      const int v = next_tile(p.counter, blockIdx.x + (2 * it + ring) * int(gridDim.x), lane);
+      int j = 0, mt = 0;
+      if (v < n_tiles) schedule_coords(v, p.n_cols, heavy, S.order, j, mt);
+      const int tile = v < n_tiles ? mt * p.n_cols + j : -1;
+      const int e0 = tile < 0 ? 0 : p.offsets[j], e1 = tile < 0 ? 0 : p.offsets[j + 1];
+      if (e0 == e1) {
+        // No tile left (kNoTile: the consumer stops), or an empty column: one stage without
+        // loads that tells the consumer which tile it writes (the bias alone).
+        wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty", state.index(), tile);
+        if (lane == 0) {
+          st_shared_u32(&S.rings.info[ring][state.index()], tile < 0 ? kNoTile : std::uint32_t(tile));
+          S.rings.full[ring][state.index()].arrive();
+        }
+        __syncwarp();
+        ++state;
+        if (tile < 0) break;
+        continue;
+      }
       for (int base = e0; base < e1; base += 32) {
         int kb = 0, vi = 0;
         if (base + lane < e1) {
@@ -188,6 +246,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty", state.index(), tile);
             if (lane == 0) {
               auto& full = S.rings.full[ring][state.index()];
+              st_shared_u32(&S.rings.info[ring][state.index()], std::uint32_t(tile));  // ordered by the arrive
               full.arrive_and_expect_tx(Cfg::kStageBytes);
               auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
               const int stage = ring * kPerRing + state.index();
@@ -218,12 +277,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const T* bias = static_cast<const T*>(p.bias);
 
     State state;  // stage 0, phase 0
-    int parity = 0;
-    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x, parity ^= 1) {
-      if (parity != ring) continue;
-      int j, mt;
-      tile_coords(tile, p.n_cols, j, mt);
+    while (true) {
+      // The tile comes with its first stage (consume_tile waits on that stage again: it passes).
+      wait_barrier(S.rings.full[ring][state.index()], state.phase(), "full", state.index(), -1);
+      const std::uint32_t info = ld_shared_u32(&S.rings.info[ring][state.index()]);  // after the wait
+      if (info == kNoTile) {
+        S.rings.empty[ring][state.index()].arrive();
+        break;
+      }
+      const int tile = int(info);
+      const int mt = tile / p.n_cols, j = tile - mt * p.n_cols;
       const int nk = (p.offsets[j + 1] - p.offsets[j]) * kKSteps;
+      if (nk == 0) {  // an empty column's stage carried only the tile
+        S.rings.empty[ring][state.index()].arrive();
+        ++state;
+      }
       consume_tile(S.rings, ring, state, nk, tile, mma, tCrA, tCrB, acc);
 
       store_tile<kBN>(acc, tCcC, c, p.ldc, p.m, std::int64_t(mt) * kWgM, std::int64_t(j) * kBN, bias, lane);
@@ -270,9 +338,11 @@ bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stre
   const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 dds)");
   if (!tmas) return false;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
-            int((p.m + Cfg::kWgM - 1) / Cfg::kWgM), n_block_cols};
+            int((p.m + Cfg::kWgM - 1) / Cfg::kWgM), n_block_cols, p.tile_counter, p.schedule};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * n_block_cols;
-  SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 dds): too many tiles");
+  // Below 2³¹ − 2 · #SMs: the producers' static tile numbers and the counter stay below 2³¹.
+  SK_EXPECTS(n_tiles < (std::int64_t(1) << 30), "bsr (sm90 dds): too many tiles");
+  reset_counter(p.tile_counter, stream);
   constexpr auto kernel = dds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));

@@ -12,6 +12,14 @@ namespace sparsekern::bsr::sm90 {
 /// K-major only).
 enum class Elem { f16, bf16, tf32 };
 
+/// Tile schedules of the persistent dds kernels (tc::TcParams::schedule). The dynamic ones need
+/// tc::TcParams::tile_counter; without it the kernels run kStatic.
+enum Schedule : int {
+  kStatic = 0,     ///< CTA c takes tiles c, c + gridDim.x, … (no counter needed)
+  kDynamic = 1,    ///< tiles from an atomic counter, row panel by row panel (rotated columns)
+  kHeavyFirst = 2  ///< as kDynamic, each row panel's columns (or groups) heaviest first
+};
+
 /// Whether this build holds the sm_90a kernels (CMAKE_CUDA_ARCHITECTURES names 90a).
 bool built();
 
@@ -24,8 +32,9 @@ bool built();
 template <Elem kElem, int kBlock, bool kBKMajor>
 bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream);
 
-/// As dds_launch, for 16-bit elements and kBlock ∈ {32, 64}: output tiles of 256 rows × 128 / kBlock
-/// block columns, whose k loop walks the union of those columns' k blocks (see gdds_sm90.cuh).
+/// As dds_launch (16-bit: kBlock ∈ {32, 64, 128}; tf32: 64, 128 with Bop = Sᵀ): output tiles of
+/// 256 rows × 128 / kBlock block columns, whose k loop walks the union of those columns' k blocks
+/// (see gdds_sm90.cuh).
 template <Elem kElem, int kBlock, bool kBKMajor>
 bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream);
 

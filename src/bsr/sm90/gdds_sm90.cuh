@@ -17,6 +17,14 @@
 // for b = 64 at d ≥ 0.25, slower for b = 32 and at low density, where the single producer warp
 // does not keep the stages full; bsr_cuda.cu's use_grouped picks it accordingly.
 //
+// Blocks of 128 (kG = 1): the tile is 256 rows of one block column, the two consumers sharing
+// each block slice. L2 → shared-memory traffic per FLOP: a 128 × 128 one-column tile loads
+// (128 + 128) · kBK elements per 2 · 128 · 128 · kBK FLOP (64 FLOP per byte in 16-bit), this tile
+// (256 + 128) · kBK per 2 · 256 · 128 · kBK (85 FLOP per byte): at the ~9 TB/s that the one-column
+// kernels sustained out of L2, a ceiling of ~770 instead of ~580 TFLOP/s. The price: no
+// ping-pong, so the epilogue of a tile does not overlap the next tile's MMAs (it matters when a
+// column has few blocks).
+//
 // Structure (shared with dds_sm90.cuh: persistent CTAs, TMA + mbarrier pipeline, wgmma from
 // swizzled shared memory): one producer warp merges the kG sorted index lists of the tile's block
 // columns on the fly (a window of 32 entries per list in registers, refilled by one coalesced load)
@@ -36,12 +44,15 @@ using namespace cute;
 template <Elem kElem, int kBlock, bool kBKMajor>
 struct GddsConfig {
   using T = typename ElemT<kElem>::type;
-  static_assert(kBlock == 32 || kBlock == 64, "grouped dds: blocks of 32 or 64");
-  static_assert(kElem != Elem::tf32 || (kBlock == 64 && kBKMajor),
-                "grouped dds, tf32: blocks of 64 and Bop = Sᵀ (wgmma reads tf32 K-major only)");
+  static_assert(kBlock == 32 || kBlock == 64 || kBlock == 128, "grouped dds: blocks of 32, 64 or 128");
+  static_assert(kElem != Elem::tf32 || (kBlock >= 64 && kBKMajor),
+                "grouped dds, tf32: blocks of 64/128 and Bop = Sᵀ (wgmma reads tf32 K-major only)");
   static constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
   static constexpr int kBN = kBlock;    // one MMA N extent = one block column
-  static constexpr int kG = 128 / kBlock;  // block columns per tile: 128 output columns
+  // Block columns per tile: 128 output columns. For b = 128 a tile is one block column of 256
+  // rows: no union, but each block slice feeds 256 rows instead of the one-column kernel's 128
+  // (see the b = 128 note at the top).
+  static constexpr int kG = 128 / kBlock;
   static constexpr int kWgM = 128;      // rows per consumer; a tile is 2 · kWgM rows
   static constexpr int kElemBytes = int(sizeof(T));
   static constexpr int kBK = kBlock < 128 / kElemBytes ? kBlock : 128 / kElemBytes;
@@ -49,9 +60,11 @@ struct GddsConfig {
   static constexpr int kHalfBytes = kWgM * kBK * kElemBytes;     // one consumer's A rows per step
   static constexpr int kBlockBytes = kBN * kBK * kElemBytes;     // one block's slice per step
   static constexpr int kStageBytesMax = 2 * kHalfBytes + kG * kBlockBytes;
-  // As many stages as fit in ~200 KB, at most 8 (b = 32: 24 KB stages → 8; b = 64: 48 KB → 4).
+  // As many stages as fit in ~200 KB, at most 8 (b = 32: 24 KB stages → 8; b = 64 and 128: 48 KB
+  // → 4).
   static constexpr int kStages = std::min(8, (200 * 1024) / kStageBytesMax);
   static constexpr std::uint32_t kLast = 1u << 31;  // mask bit: the tile's last step
+  static constexpr std::uint32_t kStop = 1u << 30;  // mask bit: no tile left, the consumers stop
 
   static constexpr GMMA::Major kMajorB = kBKMajor ? GMMA::Major::K : GMMA::Major::MN;
   using MmaAtom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBN>, Int<kBK>>,
@@ -72,7 +85,9 @@ struct GddsConfig {
     alignas(1024) T b[cosize_v<SmemLayoutB>];
     cutlass::arch::ClusterTransactionBarrier full[kStages];  // loads landed (1 arrival + bytes)
     cutlass::arch::ClusterBarrier empty[kStages];            // both consumers done (256 arrivals)
-    std::uint32_t mask[kStages];                             // blocks present in the stage (+ kLast)
+    std::uint32_t mask[kStages];                             // blocks present in the stage (+ kLast, kStop)
+    std::uint32_t tile[kStages];                             // the stage's output tile
+    TileOrder order;
   };
   static constexpr std::size_t kSmemBytes = sizeof(Shared);
 };
@@ -110,14 +125,6 @@ struct ListWindow {
   }
 };
 
-__device__ __forceinline__ void st_shared_u32(std::uint32_t* p, std::uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;" ::"r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(p))), "r"(v));
-}
-__device__ __forceinline__ std::uint32_t ld_shared_u32(const std::uint32_t* p) {
-  std::uint32_t v;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(p))));
-  return v;
-}
 
 template <class Cfg, bool kBKMajor, class TA, class TB>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
@@ -147,6 +154,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int n_groups = (p.n_cols + kG - 1) / kG;
   const int n_tiles = p.m_tiles * n_groups;
   const int a_halves = (a_rows + kWgM - 1) / kWgM;  // 128-row halves of A that hold any row
+  const bool heavy = heavy_first(p, n_groups);  // CTA-uniform
+  if (heavy) heavy_first_order(p.offsets, p.n_cols, kG, n_groups, S.order);
 
   if (wg == 0) {
     // 72 + 2 · 216 per thread triple: the consumers' increase (2 · 128 · 48) must equal what the
@@ -161,9 +170,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
-    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+    for (int it = 0;; ++it) {
+      const int v = next_tile(p.counter, blockIdx.x + it * int(gridDim.x), lane);
+      if (v >= n_tiles) {  // no tile left: one stage without loads whose mask stops the consumers
+        wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), -1);
+        if (lane == 0) {
+          st_shared_u32(&S.mask[state.index()], Cfg::kStop);
+          S.full[state.index()].arrive();
+        }
+        __syncwarp();
+        ++state;
+        break;
+      }
       int g, mt;
-      tile_coords(tile, n_groups, g, mt);
+      schedule_coords(v, n_groups, heavy, S.order, g, mt);
+      const int tile = mt * n_groups + g;  // what the consumers decode
       const bool second_half = 2 * mt + 1 < a_halves;  // rows 128..255 of the tile exist
       ListWindow lists[kG];
       CUTE_UNROLL
@@ -212,6 +233,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               // A volatile asm store: it stays above the arrive below (CUTLASS's barrier asm has
               // no memory clobber; a clobber here instead would also force every value the
               // compiler keeps in memory to be reloaded after it).
+              st_shared_u32(&S.tile[s], std::uint32_t(tile));
               st_shared_u32(&S.mask[s], my_mask | (last_step && kk == steps - 1 ? Cfg::kLast : 0u));
               auto& full = S.full[s];
               if (my_mask == 0) {
@@ -256,9 +278,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const T* bias = static_cast<const T*>(p.bias);
 
     State state;  // stage 0, phase 0
-    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
-      int g, mt;
-      tile_coords(tile, n_groups, g, mt);
+    while (true) {
+      // The tile comes with its first stage (the step loop below waits on that stage again: it passes).
+      wait_barrier(S.full[state.index()], state.phase(), "full", state.index(), -1);
+      if (ld_shared_u32(&S.mask[state.index()]) & Cfg::kStop) {
+        S.empty[state.index()].arrive();
+        break;
+      }
+      const int tile = int(ld_shared_u32(&S.tile[state.index()]));
+      const int mt = tile / n_groups, g = tile - mt * n_groups;
       CUTE_UNROLL
       for (int j = 0; j < kG; ++j) {
         clear(acc[j]);
@@ -271,18 +299,32 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         wait_barrier(S.full[state.index()], state.phase(), "full", state.index(), tile);
         const int s = state.index();
         const std::uint32_t mask = ld_shared_u32(&S.mask[s]);  // volatile asm: after the wait
-        warpgroup_arrive();
-        CUTE_UNROLL
-        for (int j = 0; j < kG; ++j) {
-          // An absent block's wgmma is skipped. (Issuing every block column's wgmma with absent
-          // ones reading a zero block, which avoids this branch, measured slower: 0.87 vs 0.81 ms
-          // at b = 32, d = 0.5.)
-          if (mask & (1u << j)) {
+        if constexpr (kG == 1) {
+          // One block column: every step but an empty tile's holds its block, so the branch goes
+          // around the whole batch (a branch between the arrive and a wgmma makes ptxas inject
+          // another warpgroup.arrive before it, warning C7519).
+          if (mask & 1u) {
+            warpgroup_arrive();
             CUTE_UNROLL
-            for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, kG * s + j), acc[j]);
+            for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, s), acc[0]);
+            warpgroup_commit_batch();
           }
+        } else {
+          CUTE_UNROLL
+          for (int j = 0; j < kG; ++j) {
+            // An absent block's wgmma is skipped. (Issuing every block column's wgmma with absent
+            // ones reading a zero block, which avoids this branch, measured slower: 0.87 vs 0.81 ms
+            // at b = 32, d = 0.5.)
+            if (mask & (1u << j)) {
+              warpgroup_fence_operand(acc[j]);
+              warpgroup_arrive();
+              CUTE_UNROLL
+              for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, kG * s + j), acc[j]);
+              warpgroup_fence_operand(acc[j]);
+            }
+          }
+          warpgroup_commit_batch();
         }
-        warpgroup_commit_batch();
         warpgroup_wait<1>();  // the previous step's wgmma is done: its stage can be refilled
         if (have_prev) S.empty[prev.index()].arrive();
         prev = state;
@@ -314,9 +356,11 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
   const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 grouped dds)");
   if (!tmas) return false;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
-               int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols};
+               int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols, p.tile_counter, p.schedule};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * ((n_block_cols + Cfg::kG - 1) / Cfg::kG);
-  SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 grouped dds): too many tiles");
+  // Below 2³¹ − #SMs: the producer's static tile numbers and the counter stay below 2³¹.
+  SK_EXPECTS(n_tiles < (std::int64_t(1) << 30), "bsr (sm90 grouped dds): too many tiles");
+  reset_counter(p.tile_counter, stream);
   constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));

@@ -41,6 +41,11 @@ struct TcParams {
   std::int64_t m = 0;  ///< dds: rows of A and C
   std::int64_t a_cols = 0;  ///< dds: columns of A (k); read by the sm_90 path's TMA descriptor
   std::int64_t nnz = 0;     ///< dds: stored blocks in `values`; read by the sm_90 path
+  // dds on sm_90a: a device int the launcher zeroes on the stream, from which the persistent
+  // kernels hand out their output tiles (null: static round-robin tiles), and the order in which
+  // they are handed out (sm90::Schedule).
+  int* tile_counter = nullptr;
+  int schedule = 0;
   int k = 0;           ///< sdd: inner dimension
   int block = 0;       ///< b
   bool bf16 = false;   ///< 16-bit kernels: the data is bf16 (else fp16)
