@@ -126,7 +126,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         d_actual = nnz / ((k // block) * (n // block))
         useful = 2.0 * m * k * n * d_actual
         shape = f"{m}x{k}→{n} b={block} d={density}"
-        extra = dict(m=m, k=k, n=n, block=block, density=d_actual)
+        extra = dict(m=m, k=k, n=n, block=block, density=d_actual, density_nominal=density)
         tol = tolerance(dtype, tf32 and device.type == "cuda")
 
         def ours(cell=cell):
@@ -236,7 +236,11 @@ def summarize(rows: list[dict], out=sys.stdout) -> list[dict]:
         if "bwd" in c:
             row["bwd_per_flop_vs_fwd"] = (c["bwd"]["ours"] / 2) / t_ours
         target = None
-        if (m, k, n) == (8192, 4096, 4096) and dtype in ("bf16", "fp16") and d >= 0.1 - 1e-9:
+        # The densities are the nominal ones: d = 0.1 of 32 × 32 blocks is 102 blocks
+        # (0.0996), which must still carry the d ≥ 0.1 target (older JSONs: the realized one,
+        # which missed it).
+        d_nominal = fwd.get("density_nominal", d)
+        if (m, k, n) == (8192, 4096, 4096) and dtype in ("bf16", "fp16") and d_nominal >= 0.1 - 1e-9:
             target = 0.75 if block in (64, 128) else 0.5
         elif (m, k, n) == (8192, 4096, 4096) and dtype == "tf32" and block in (64, 128):
             target = 0.6
