@@ -155,35 +155,6 @@ __device__ __forceinline__ void schedule_coords(int v, int n, bool heavy, const 
   }
 }
 
-/// What a producer warp needs to start loading a tile, read one tile ahead so that the dependent
-/// loads (tile number → column offsets → index window) overlap the current tile's loads instead of
-/// stalling the ring between tiles: the tile (−1: none left), its row panel, its column's entries
-/// [e0, e1), and this lane's entry of their first 32 (block row kb, stored block vi).
-struct TileMeta {
-  int tile = -1, mt = 0, e0 = 0, e1 = 0, kb = 0, vi = 0;
-
-  /// Step 1: the tile's coordinates and its column's offsets (the loads are issued, not waited for).
-  __device__ __forceinline__ void begin(const DdsArgs& p, int v, int n_tiles, bool heavy, const TileOrder& order) {
-    if (v >= n_tiles) {
-      tile = -1, e0 = e1 = 0;
-      return;
-    }
-    int j;
-    schedule_coords(v, p.n_cols, heavy, order, j, mt);
-    tile = mt * p.n_cols + j;
-    e0 = p.offsets[j];
-    e1 = p.offsets[j + 1];
-  }
-  /// Step 2: the first index window (waits for the offsets, issues the index loads).
-  __device__ __forceinline__ void window(const DdsArgs& p, int lane) {
-    kb = 0, vi = 0;
-    if (e0 + lane < e1) {
-      kb = p.indices[e0 + lane];
-      vi = p.value_index ? p.value_index[e0 + lane] : e0 + lane;
-    }
-  }
-};
-
 /// Sets the tile counter to zero on `stream` before a launch that hands out tiles from it.
 inline void reset_counter(int* counter, void* stream) {
   if (counter != nullptr)
@@ -240,23 +211,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
-    // Static: this CTA's tiles blockIdx.x + i · gridDim.x, ring r taking those with i ≡ r mod 2.
-    const auto static_tile = [&](int it) { return int(blockIdx.x) + (2 * it + ring) * int(gridDim.x); };
-    TileMeta cur;
-    cur.begin(p, next_tile(p.counter, static_tile(0), lane), n_tiles, heavy, S.order);
-    cur.window(p, lane);
-    for (int it = 1;; ++it) {
-      // The next tile's number now, its offsets after this tile's first step, its index window
-      // after the second (or at the end of a one-step tile).
-      const int v_next = next_tile(p.counter, static_tile(it), lane);
-      TileMeta nxt;
-      int ahead = 0;  // steps of nxt done
-      const auto look_ahead = [&] {
-        if (ahead == 0) nxt.begin(p, v_next, n_tiles, heavy, S.order);
-        else if (ahead == 1) nxt.window(p, lane);
-        ++ahead;
-      };
-      const int tile = cur.tile, mt = cur.mt, e0 = cur.e0, e1 = cur.e1;
+    for (int it = 0;; ++it) {
+      // Static: this CTA's tiles blockIdx.x + i · gridDim.x, ring r taking those with i ≡ r mod 2.
+      const int v = next_tile(p.counter, blockIdx.x + (2 * it + ring) * int(gridDim.x), lane);
+      int j = 0, mt = 0;
+      if (v < n_tiles) schedule_coords(v, p.n_cols, heavy, S.order, j, mt);
+      const int tile = v < n_tiles ? mt * p.n_cols + j : -1;
+      const int e0 = tile < 0 ? 0 : p.offsets[j], e1 = tile < 0 ? 0 : p.offsets[j + 1];
       if (e0 == e1) {
         // No tile left (kNoTile: the consumer stops), or an empty column: one stage without
         // loads that tells the consumer which tile it writes (the bias alone).
@@ -268,19 +229,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         __syncwarp();
         ++state;
         if (tile < 0) break;
-        look_ahead();
-        look_ahead();
-        cur = nxt;
         continue;
       }
       for (int base = e0; base < e1; base += 32) {
-        int kb = cur.kb, vi = cur.vi;  // the first window came with the tile
-        if (base != e0) {
-          kb = 0, vi = 0;
-          if (base + lane < e1) {
-            kb = p.indices[base + lane];
-            vi = p.value_index ? p.value_index[base + lane] : base + lane;
-          }
+        int kb = 0, vi = 0;
+        if (base + lane < e1) {
+          kb = p.indices[base + lane];
+          vi = p.value_index ? p.value_index[base + lane] : base + lane;
         }
         const int count = min(32, e1 - base);
         for (int i = 0; i < count; ++i) {
@@ -301,12 +256,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
             __syncwarp();
             ++state;
-            if (ahead < 2) look_ahead();
           }
         }
       }
-      while (ahead < 2) look_ahead();
-      cur = nxt;
     }
     // Retire only after the consumer released every stage (no TMA write may land after exit).
     for (int i = 0; i < kPerRing; ++i, ++state) {

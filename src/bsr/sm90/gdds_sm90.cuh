@@ -107,10 +107,11 @@ struct ListWindow {
       v = value_index != nullptr ? value_index[e] : e;
     }
   }
-  /// The list's extent (the offsets are loaded, not waited for); load() then fills the window.
-  __device__ __forceinline__ void begin(const std::int32_t* offsets, int col, int n_cols) {
+  __device__ __forceinline__ void start(const std::int32_t* offsets, const std::int32_t* indices,
+                                        const std::int32_t* value_index, int col, int n_cols, int lane) {
     pos = col < n_cols ? offsets[col] : 0;
     end = col < n_cols ? offsets[col + 1] : 0;
+    load(indices, value_index, lane);
   }
   /// The k blocks k0 … k0 + 31 of this list as a bit set (bit l: block k0 + l present), given
   /// that every entry of the window is ≥ k0. They are the window's first popc(bits) entries, in
@@ -169,32 +170,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
-    // The tile's lists are read one tile ahead, as in dds_kernel: the next tile's number now, its
-    // columns' offsets after this tile's first step, their index windows after the second (or at
-    // the end of a one-step tile), so that these dependent loads overlap this tile's loads.
-    int v = next_tile(p.counter, blockIdx.x, lane);
-    ListWindow lists[kG];
-    const auto begin_lists = [&](ListWindow* l, int tv) {
-      int tg = 0, tmt = 0;
-      if (tv < n_tiles) schedule_coords(tv, n_groups, heavy, S.order, tg, tmt);
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) l[j].begin(p.offsets, tv < n_tiles ? tg * kG + j : p.n_cols, p.n_cols);
-    };
-    const auto load_lists = [&](ListWindow* l) {
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) l[j].load(p.indices, p.value_index, lane);
-    };
-    begin_lists(lists, v);
-    load_lists(lists);
-    for (int it = 1;; ++it) {
-      const int v_next = next_tile(p.counter, blockIdx.x + it * int(gridDim.x), lane);
-      ListWindow next_lists[kG];
-      int ahead = 0;  // steps of next_lists done
-      const auto look_ahead = [&] {
-        if (ahead == 0) begin_lists(next_lists, v_next);
-        else if (ahead == 1) load_lists(next_lists);
-        ++ahead;
-      };
+    for (int it = 0;; ++it) {
+      const int v = next_tile(p.counter, blockIdx.x + it * int(gridDim.x), lane);
       if (v >= n_tiles) {  // no tile left: one stage without loads whose mask stops the consumers
         wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), -1);
         if (lane == 0) {
@@ -209,6 +186,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       schedule_coords(v, n_groups, heavy, S.order, g, mt);
       const int tile = mt * n_groups + g;  // what the consumers decode
       const bool second_half = 2 * mt + 1 < a_halves;  // rows 128..255 of the tile exist
+      ListWindow lists[kG];
+      CUTE_UNROLL
+      for (int j = 0; j < kG; ++j) lists[j].start(p.offsets, p.indices, p.value_index, g * kG + j, p.n_cols, lane);
       // The union of the lists, 32 k blocks at a time: lane l takes k block k0 + l (its mask of
       // block columns and their value indices, in registers), and the steps are issued in k order,
       // each by the lane that holds it. No per-step shuffles: per chunk the warp does one
@@ -275,15 +255,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
             __syncwarp();
             ++state;
-            if (ahead < 2) look_ahead();
           }
         }
         if (done) break;
       }
-      while (ahead < 2) look_ahead();
-      v = v_next;
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) lists[j] = next_lists[j];
     }
     // Retire only after the consumers released every stage (no TMA write may land after exit).
     for (int i = 0; i < kStages; ++i, ++state) {
