@@ -281,7 +281,18 @@ constexpr double kGroupedMinDensity128 = 0.2, kGroupedMinDensityTf32_128 = 0.3;
 /// are present); tf32, b = 64 (Bop = Sᵀ): d = 0.05 179 vs 134, 0.1 226 vs 179, 0.25 368 vs 378,
 /// 0.5 571 vs 731 (twice the bytes per A tile: the union's single-block steps cost more).
 /// SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
-bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks) {
+/// Besides the density: the grouped kernel's 256-row tiles must give every SM several tiles (at
+/// least kGroupedMinWaves per SM): with 8192 rows and 768 output columns (a BERT-base linear
+/// layer) there are 192 tiles for 132 SMs, and the grouped kernel took 106 µs against the
+/// one-column kernel's 56 (bf16 b = 128, d = 0.5, H200). For b = 128 (one column per tile, so no
+/// shared k blocks) also enough blocks per column for the MMAs to cover the epilogue, which the
+/// grouped kernel does not overlap: at 768 → 3072 (3 blocks per column at d = 0.5) it took 89 µs
+/// against 48.
+constexpr double kGroupedMinWaves = 4.0;
+constexpr double kGroupedMinBlocksPerCol128 = 6.0;
+
+bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks,
+                 std::int64_t m, int sms) {
   static const int forced = [] {
     const char* v = std::getenv("SPARSEKERN_BSR_GROUPED");
     return v == nullptr || *v == '\0' ? -1 : std::strcmp(v, "0") == 0 ? 0 : 1;
@@ -290,13 +301,17 @@ bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, 
   if (forced >= 0) return forced == 1;
   const double cells = double(n_block_cols) * double(k_blocks);
   const double density = cells > 0 ? double(nnz) / cells : 0.0;
-  if (b == 128) return density >= (tf32 ? kGroupedMinDensityTf32_128 : kGroupedMinDensity128);
+  const double tiles = double((m + 255) / 256) * double((n_block_cols * b + 127) / 128);
+  if (tiles < kGroupedMinWaves * std::max(sms, 1)) return false;
+  if (b == 128)
+    return density >= (tf32 ? kGroupedMinDensityTf32_128 : kGroupedMinDensity128) &&
+           double(nnz) >= kGroupedMinBlocksPerCol128 * double(n_block_cols);
   return density >= (tf32 ? kGroupedMinDensityTf32 : b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
 }
 
 template <sm90::Elem kE>
 bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
-  if (use_grouped(b, false, t.nnz, nb, t.a_cols / b)) {  // tiles of several block columns
+  if (use_grouped(b, false, t.nnz, nb, t.a_cols / b, t.m, sms)) {  // tiles of several block columns
     if (b == 32) return bt ? sm90::gdds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 32, false>(t, nb, sms, stream);
     if (b == 64) return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
     return bt ? sm90::gdds_launch<kE, 128, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 128, false>(t, nb, sms, stream);
@@ -313,7 +328,7 @@ bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void
 bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sms, void* stream) {
 #if SPARSEKERN_BSR_SM90A
   if (dtype == DType::f32) {  // tf32: Bop = Sᵀ, b ∈ {64, 128} (checked by the caller)
-    if (use_grouped(b, true, t.nnz, nb, t.a_cols / b))
+    if (use_grouped(b, true, t.nnz, nb, t.a_cols / b, t.m, sms))
       return b == 64 ? sm90::gdds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
                      : sm90::gdds_launch<sm90::Elem::tf32, 128, true>(t, nb, sms, stream);
     return b == 64 ? sm90::dds_launch<sm90::Elem::tf32, 64, true>(t, nb, sms, stream)
