@@ -83,7 +83,8 @@ struct DdsParams {
   /// from an atomic counter kept there (zeroed on `stream` before each launch), each row panel's
   /// heaviest block columns first, so that SMs given light columns take more tiles; without it
   /// every CTA takes a fixed round-robin share, which leaves SMs idle when the block columns hold
-  /// unequal numbers of blocks (e.g. any random pattern). Like a cuBLAS workspace, it must not be
+  /// unequal numbers of blocks (e.g. any random pattern). Used where each SM gets several tiles
+  /// (see sm90::use_dynamic_tiles); small problems keep the round-robin share. Like a cuBLAS workspace, it must not be
   /// in use by another operation that may run at the same time (one buffer per stream is safe).
   Workspace workspace{};
 };

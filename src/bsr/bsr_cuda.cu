@@ -216,16 +216,19 @@ bool sm90_enabled() {
   return on;
 }
 
-/// The sm_90a dds tile schedule when the caller passed a workspace: SPARSEKERN_BSR_SCHEDULE=static
-/// | dynamic | heavy (read once per process; default heavy: tiles from an atomic counter, each
-/// row panel's heaviest columns first; see sm90/dds_sm90.cuh). static ignores the workspace.
+/// The sm_90a dds tile schedule when the caller passed a workspace: SPARSEKERN_BSR_SCHEDULE=auto
+/// | static | dynamic | heavy (read once per process; default auto: tiles from an atomic counter,
+/// each row panel's heaviest columns first, where sm90::use_dynamic_tiles says so, else static;
+/// see sm90/dds_sm90.cuh). static ignores the workspace; dynamic and heavy force those schedules.
 int schedule() {
   static const int mode = [] {
     const char* v = std::getenv("SPARSEKERN_BSR_SCHEDULE");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "heavy") == 0) return int(sm90::kHeavyFirst);
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return int(sm90::kAuto);
+    if (std::strcmp(v, "heavy") == 0) return int(sm90::kHeavyFirst);
     if (std::strcmp(v, "dynamic") == 0) return int(sm90::kDynamic);
     if (std::strcmp(v, "static") == 0) return int(sm90::kStatic);
-    throw InvalidArgument(std::string("SPARSEKERN_BSR_SCHEDULE must be static, dynamic or heavy; got '") + v + "'");
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_SCHEDULE must be auto, static, dynamic or heavy; got '") + v +
+                          "'");
   }();
   return mode;
 }
@@ -282,12 +285,12 @@ constexpr double kGroupedMinDensity128 = 0.2, kGroupedMinDensityTf32_128 = 0.3;
 /// 0.5 571 vs 731 (twice the bytes per A tile: the union's single-block steps cost more).
 /// SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
 /// Besides the density: the grouped kernel's 256-row tiles must give every SM several tiles (at
-/// least kGroupedMinWaves per SM): with 8192 rows and 768 output columns (a BERT-base linear
-/// layer) there are 192 tiles for 132 SMs, and the grouped kernel took 106 µs against the
-/// one-column kernel's 56 (bf16 b = 128, d = 0.5, H200). For b = 128 (one column per tile, so no
-/// shared k blocks) also enough blocks per column for the MMAs to cover the epilogue, which the
-/// grouped kernel does not overlap: at 768 → 3072 (3 blocks per column at d = 0.5) it took 89 µs
-/// against 48.
+/// least kGroupedMinWaves per SM; with 8192 rows and 768 output columns, a BERT-base linear
+/// layer, there are 192 tiles for 132 SMs: measured no faster than the one-column kernel there,
+/// 44.3 vs 44.8 µs at bf16 b = 128 d = 0.5, H200), and for b = 128 (one column per tile, so no
+/// shared k blocks) enough blocks per column for the MMAs to cover the epilogue, which the grouped
+/// kernel does not overlap: at 768 → 3072 (3 blocks per column at d = 0.5) it took 53.6 µs against
+/// the one-column kernel's 47.6.
 constexpr double kGroupedMinWaves = 4.0;
 constexpr double kGroupedMinBlocksPerCol128 = 6.0;
 

@@ -249,17 +249,18 @@ def test_dds_workspace_checked():
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("env", [dict(SPARSEKERN_BSR_GROUPED="1"), dict(SPARSEKERN_BSR_GROUPED="0"),
+@pytest.mark.parametrize("env", [dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_SCHEDULE="heavy"),
+                                 dict(SPARSEKERN_BSR_GROUPED="0", SPARSEKERN_BSR_SCHEDULE="heavy"),
                                  dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_SCHEDULE="static"),
                                  dict(SPARSEKERN_BSR_GROUPED="0", SPARSEKERN_BSR_SCHEDULE="static"),
                                  dict(SPARSEKERN_BSR_SCHEDULE="dynamic")],
-                         ids=["grouped", "one-column", "grouped-static", "one-column-static", "dynamic"])
+                         ids=["grouped-heavy", "one-column-heavy", "grouped-static", "one-column-static", "dynamic"])
 def test_dds_grouped_edges_each_kernel(env):
     """SPARSEKERN_BSR_GROUPED=1 / 0 (read once per process) forces the grouped sm_90a kernel or the
     one-block-column one for blocks of 32/64/128 (by default the choice depends on the density), and
-    SPARSEKERN_BSR_SCHEDULE the tile schedule (default heavy: dynamic tiles, heaviest columns
-    first; static: round-robin; dynamic: rotated order): the edge cases through each, in a fresh
-    process."""
+    SPARSEKERN_BSR_SCHEDULE the tile schedule (heavy: dynamic tiles, heaviest columns first, which
+    the default picks for large problems only; static: round-robin, the default's choice at these
+    sizes; dynamic: rotated order): the edge cases through each, in a fresh process."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     code = (

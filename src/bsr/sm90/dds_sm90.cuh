@@ -19,7 +19,8 @@
 // few blocks take more tiles and the last tiles handed out are the lightest. With a static
 // round-robin share, block columns of unequal block counts (any random pattern) leave the SMs
 // that drew the light ones idle at the end: simulated makespans 1.2-1.8x the balanced one at
-// 8192 × 4096 → 4096 (tools/diag/bsr_schedule_sim.py).
+// 8192 × 4096 → 4096 (tools/diag/bsr_schedule_sim.py). Small problems (few tiles per SM) keep
+// the static share: see use_dynamic_tiles in dds_sm90.h.
 // The tile of one consumer is kWgM × b (a whole block column of C), so each non-zero block is
 // b / kBK k-steps of its main loop. The index sets are read by the producer warp 32 entries at a
 // time (one coalesced load per lane, then warp shuffles), keeping global-load latency off the
@@ -155,10 +156,15 @@ __device__ __forceinline__ void schedule_coords(int v, int n, bool heavy, const 
   }
 }
 
-/// Sets the tile counter to zero on `stream` before a launch that hands out tiles from it.
-inline void reset_counter(int* counter, void* stream) {
-  if (counter != nullptr)
-    SK_CUDA_TRY(cudaMemsetAsync(counter, 0, sizeof(int), static_cast<cudaStream_t>(stream)));
+/// The launch's schedule (kAuto resolved by use_dynamic_tiles) in args.counter / args.schedule;
+/// a dynamic one gets its tile counter set to zero on `stream`.
+inline void set_schedule(DdsArgs& args, const tc::TcParams& p, long long n_tiles, int workers, void* stream) {
+  int mode = p.tile_counter == nullptr ? int(kStatic) : p.schedule;
+  if (mode == kAuto) mode = use_dynamic_tiles(n_tiles, workers, p.nnz, args.n_cols) ? int(kHeavyFirst) : int(kStatic);
+  args.counter = mode == kStatic ? nullptr : p.tile_counter;
+  args.schedule = mode;
+  if (args.counter != nullptr)
+    SK_CUDA_TRY(cudaMemsetAsync(args.counter, 0, sizeof(int), static_cast<cudaStream_t>(stream)));
 }
 
 /// The producer's TMA views (both dds kernels): A's kWgM × kBK tiles, indexed (row tile, k tile),
@@ -338,14 +344,14 @@ bool dds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stre
   const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 dds)");
   if (!tmas) return false;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
-            int((p.m + Cfg::kWgM - 1) / Cfg::kWgM), n_block_cols, p.tile_counter, p.schedule};
+            int((p.m + Cfg::kWgM - 1) / Cfg::kWgM), n_block_cols, nullptr, kStatic};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * n_block_cols;
   // Below 2³¹ − 2 · #SMs: the producers' static tile numbers and the counter stay below 2³¹.
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 30), "bsr (sm90 dds): too many tiles");
-  reset_counter(p.tile_counter, stream);
   constexpr auto kernel = dds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
+  set_schedule(args, p, n_tiles, 2 * grid, stream);  // two consumers per CTA
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(
       tmas->first, tmas->second, args, int(p.m), int(p.a_cols), int(p.nnz));
   SK_CUDA_CHECK_LAUNCH();

@@ -15,10 +15,23 @@ enum class Elem { f16, bf16, tf32 };
 /// Tile schedules of the persistent dds kernels (tc::TcParams::schedule). The dynamic ones need
 /// tc::TcParams::tile_counter; without it the kernels run kStatic.
 enum Schedule : int {
-  kStatic = 0,     ///< CTA c takes tiles c, c + gridDim.x, … (no counter needed)
-  kDynamic = 1,    ///< tiles from an atomic counter, row panel by row panel (rotated columns)
-  kHeavyFirst = 2  ///< as kDynamic, each row panel's columns (or groups) heaviest first
+  kStatic = 0,      ///< CTA c takes tiles c, c + gridDim.x, … (no counter needed)
+  kDynamic = 1,     ///< tiles from an atomic counter, row panel by row panel (rotated columns)
+  kHeavyFirst = 2,  ///< as kDynamic, each row panel's columns (or groups) heaviest first
+  kAuto = 3         ///< kHeavyFirst where use_dynamic_tiles says so, else kStatic (the default)
 };
+
+/// The kAuto rule: dynamic tiles where every tile-taking warp gets at least 6 tiles and the
+/// columns hold at least one block each on average. Measured on an H200 (session 9, kernel µs,
+/// bf16, M = 8192, dynamic vs static): 4096 → 4096 b = 128 (7.75 tiles per consumer) 47 / 63 /
+/// 120 / 205 vs 58 / 72 / 126 / 227 at d = 0.05 / 0.1 / 0.25 / 0.5, b = 64 and 32 equal or
+/// faster; but 3072 → 768 b = 128 (1.45 tiles per consumer) 17.7 / 43.8 vs 15.1 / 36.8 at d = 0.1
+/// / 0.5, and 768 → 3072 (5.8 tiles per consumer, 0.6 / 3 blocks per column) 31.2 / 47.5 vs
+/// 28.3 / 46.8: a handed-out tile costs a counter round trip and, for an empty column, a stage
+/// hand-off that the static schedule does not pay.
+inline bool use_dynamic_tiles(long long n_tiles, int workers, long long nnz, int n_block_cols) {
+  return n_tiles >= 6LL * (workers > 0 ? workers : 1) && nnz >= n_block_cols;
+}
 
 /// Whether this build holds the sm_90a kernels (CMAKE_CUDA_ARCHITECTURES names 90a).
 bool built();

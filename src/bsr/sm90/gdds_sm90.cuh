@@ -356,14 +356,14 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
   const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 grouped dds)");
   if (!tmas) return false;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
-               int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols, p.tile_counter, p.schedule};
+               int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols, nullptr, kStatic};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * ((n_block_cols + Cfg::kG - 1) / Cfg::kG);
   // Below 2³¹ − #SMs: the producer's static tile numbers and the counter stay below 2³¹.
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 30), "bsr (sm90 grouped dds): too many tiles");
-  reset_counter(p.tile_counter, stream);
   constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
+  set_schedule(args, p, n_tiles, grid, stream);  // one tile-taking producer per CTA
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(
       tmas->first, tmas->second, args, int(p.m), int(p.a_cols), int(p.nnz));
   SK_CUDA_CHECK_LAUNCH();
