@@ -27,8 +27,8 @@ enum Schedule : int {
 /// 120 / 205 vs 58 / 72 / 126 / 227 at d = 0.05 / 0.1 / 0.25 / 0.5, b = 64 and 32 equal or
 /// faster; but 3072 → 768 b = 128 (1.45 tiles per consumer) 17.7 / 43.8 vs 15.1 / 36.8 at d = 0.1
 /// / 0.5, and 768 → 3072 (5.8 tiles per consumer, 0.6 / 3 blocks per column) 31.2 / 47.5 vs
-/// 28.3 / 46.8: a handed-out tile costs a counter round trip and, for an empty column, a stage
-/// hand-off that the static schedule does not pay.
+/// 28.3 / 46.8 (likely the counter round trip per handed-out tile and an empty column's stage
+/// hand-off, which the static schedule does not pay; not profiled). The thresholds are not swept.
 inline bool use_dynamic_tiles(long long n_tiles, int workers, long long nnz, int n_block_cols) {
   return n_tiles >= 6LL * (workers > 0 ? workers : 1) && nnz >= n_block_cols;
 }
