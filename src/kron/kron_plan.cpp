@@ -329,8 +329,8 @@ long long fast_bwd_step_outputs(const std::vector<ModeDims>& modes, long long ch
 }
 
 /// Rows per tile and stages of the register-tile backward (recompute or `kept`), or chunks = 0 when
-/// nothing fits: two stages at the most rows that fit them; one stage (at the most rows) only
-/// where two do not fit even one row.
+/// nothing fits: the first layout within half an SM's shared memory (two blocks per SM), else
+/// within a block's limit; within a budget the most rows, two stages before one at equal rows.
 struct FastBwdPick {
   int chunks = 0, nstage = 1, tile = 4;
   std::size_t smem = 0;
