@@ -44,3 +44,20 @@ diag_begin() {
   cd /tmp
   diag_start
 }
+# diag_stk: installs stk 0.7.1 from the carried .whl/ (for the bsr bench's side-by-side rows).
+diag_stk() {
+  python3 -m pip install --no-deps --no-index -q $R/.whl/stanford_stk-*.whl > /tmp/stk_install.txt 2>&1 || tail -3 /tmp/stk_install.txt
+}
+# diag_bsr_cuda_tests LIMIT [pytest -k expression]: the bsr CUDA tests, count and failures.
+diag_bsr_cuda_tests() {
+  timeout $(cap $1) python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda ${2:+-k "$2"} > $OUT/bsr_tests.txt 2>&1
+  echo "bsr cuda tests: $(tail -1 $OUT/bsr_tests.txt)"; grep -E "^FAILED" $OUT/bsr_tests.txt | head -5
+}
+# diag_bsr_bench LIMIT: the issue-3 target bench (`SPARSEKERN_BENCH_BSR=targets sparsekern bench
+# --full --family bsr`) into $OUT/bsr.json, its rows in $OUT/bsr_bench_rows.txt, and the summary.
+diag_bsr_bench() {
+  SPARSEKERN_BENCH_BSR=targets timeout $(cap $1) python3 -m sparsekern.cli bench --full --family bsr --json $OUT/bsr.json > /tmp/bsr_bench.txt 2> $OUT/bsr_bench_rows.txt
+  echo "bsr bench exit $?"
+  python3 -m sparsekern.bench.bsr $OUT/bsr.json > $OUT/bsr_summary.txt 2>&1
+  grep -E "ERROR" $OUT/bsr_bench_rows.txt | cut -c1-200 | head -4
+}

@@ -5,10 +5,8 @@
 # kernels; the issue-3 target bench with stk side by side (JSON + summary). Summary lines last.
 source "$(dirname "$0")/lib.sh"
 diag_begin
-python3 -m pip install --no-deps --no-index -q $R/.whl/stanford_stk-*.whl > /tmp/stk_install.txt 2>&1 || tail -3 /tmp/stk_install.txt
-T=$R/tests/python
-timeout $(cap 150) python3 -m pytest $T/test_bsr.py -q -p no:cacheprovider -m cuda > $OUT/bsr_tests.txt 2>&1
-echo "bsr cuda tests: $(tail -1 $OUT/bsr_tests.txt)"; grep -E "^FAILED" $OUT/bsr_tests.txt | head -5
+diag_stk
+diag_bsr_cuda_tests 150
 prof() {  # label, env...
   local label=$1; shift
   echo "=== $label"
@@ -21,9 +19,6 @@ prof() {  # label, env...
   prof "static" SPARSEKERN_BSR_SCHEDULE=static
 } > $OUT/bsr_bert_kernel_times.txt 2>&1
 cat $OUT/bsr_bert_kernel_times.txt | cut -c1-160
-SPARSEKERN_BENCH_BSR=targets timeout $(cap 570) python3 -m sparsekern.cli bench --full --family bsr --json $OUT/bsr.json > /tmp/bsr_bench.txt 2> $OUT/bsr_bench_rows.txt
-echo "bsr bench exit $?"
-python3 -m sparsekern.bench.bsr $OUT/bsr.json > $OUT/bsr_summary.txt 2>&1
-grep -E "ERROR" $OUT/bsr_bench_rows.txt | cut -c1-200 | head -4
+diag_bsr_bench 570
 cat $OUT/bsr_summary.txt | cut -c1-130
 echo "total $((SECONDS - T0))s after build"
