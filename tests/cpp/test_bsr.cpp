@@ -159,6 +159,23 @@ void test_validation() {
   pat.blocks_by_col[2] = 2;
   bsr::validate_pattern(pat.view());
   ++sk_test::checks();
+  // DdsParams::workspace: checked whenever given (too small, misaligned), ignored on the CPU.
+  {
+    alignas(16) unsigned char ws[2 * bsr::kDdsWorkspaceBytes] = {};
+    auto dds_ws = [&](void* data, std::size_t bytes) {
+      bsr::DdsParams q;
+      q.dtype = DType::f64;
+      q.a = MatrixView{a.data(), 16, 48, 48, 1, 0};
+      q.s = pat.view();
+      q.c = MutableMatrixView{c.data(), 16, 64, 64, 1, 0};
+      q.workspace = Workspace{data, bytes};
+      bsr::dds(q, nullptr);
+    };
+    SK_EXPECT_THROW(InvalidArgument, dds_ws(ws, bsr::kDdsWorkspaceBytes - 1), "`workspace` must hold at least");
+    SK_EXPECT_THROW(InvalidArgument, dds_ws(ws + 2, bsr::kDdsWorkspaceBytes), "`workspace` must be 4-byte aligned");
+    dds_ws(ws, bsr::kDdsWorkspaceBytes);
+    ++sk_test::checks();
+  }
 #if !SPARSEKERN_TEST_WITH_CUDA
   bsr::DdsParams q;
   q.dtype = DType::f32;
