@@ -401,8 +401,8 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
     t.nnz = p.s.nnz_blocks;
     t.block = int(p.s.block);
     t.bf16 = p.dtype == DType::bf16;
-    t.schedule = schedule();
-    t.tile_counter = t.schedule == sm90::kStatic ? nullptr : p.tile_counter;
+    t.schedule = schedule();  // sm90::set_schedule resolves it (static: the counter is not used)
+    t.tile_counter = p.tile_counter;
     const int nb = int(p.s.n_blocks), b = int(p.s.block);
     // sm_90a: 16-bit with b ∈ {32, 64, 128}; tf32 with Bop = Sᵀ (wgmma reads tf32 K-major only) and
     // b ∈ {64, 128} (the forward of a linear layer).

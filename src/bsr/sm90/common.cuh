@@ -73,7 +73,8 @@ __device__ __forceinline__ std::uint32_t ld_shared_u32(const std::uint32_t* p) {
   return v;
 }
 
-/// A stage that carries no tile: the consumer stops (dds ring info; the grouped kernel's mask bit).
+/// A dds ring stage's info when it carries no tile: the consumer stops (the grouped kernel says so
+/// with a mask bit, GddsConfig::kStop).
 constexpr std::uint32_t kNoTile = 0xffffffffu;
 /// The most columns (or column groups) a CTA orders heaviest first (above: the rotated order).
 constexpr int kMaxOrder = 256;

@@ -125,7 +125,6 @@ struct ListWindow {
   }
 };
 
-
 template <class Cfg, bool kBKMajor, class TA, class TB>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     gdds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, DdsArgs p, int a_rows,
