@@ -167,6 +167,9 @@ SK_KRON_DECLARE_FUSED(fused_backward_f64)
 // Defined in kron_fast_fwd_f32.cu: the register-tile fp32 forward (kron_fast.h).
 void fast_forward_f32(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem, int device,
                       cudaStream_t stream);
+/// The fiber-per-thread fp32 forward for small square factors (kron_small.h, kron_small_fwd_f32.cu).
+void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::size_t smem, int device,
+                       cudaStream_t stream);
 /// The two-factor register-tile backward (kron_fast_bwd.h, kron_fast_bwd_f32.cu): tile 8 or 4.
 void fast_backward2_f32(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream);

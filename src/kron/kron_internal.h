@@ -138,6 +138,31 @@ struct FastArgs {
   long long ldt0 = 0;       ///< its row stride (a multiple of 4, 16-byte aligned base)
 };
 
+/// One mode of the fiber-per-thread forward for small square factors (kron_small.h).
+struct SmallMode {
+  const float* f = nullptr;      ///< the factor in global memory, F[i, j] at f[i·f_rs + j·f_cs]
+  long long f_rs = 0, f_cs = 0;
+  int p = 0;                     ///< p = q ∈ {4, 8, 16, 32}
+  int ls = 0;                    ///< log2 of the mode's stride s = Π_{u>t} p_u
+  int f_off = 0;                 ///< offset of its transposed copy in shared memory (floats)
+};
+
+/// Arguments of the fiber-per-thread fused forward (kron_small.h): fp32, one group over every mode.
+struct SmallArgs {
+  const float* x = nullptr; long long ldx = 0;
+  float* y = nullptr;       long long ldy = 0;
+  long long M = 0;
+  int nf = 0;
+  SmallMode md[kMaxFused];
+  int ln = 0;                    ///< log2 N, N = Π p (a row of X and of Y)
+  int rows = 1;                  ///< rows of X per tile (threads · 32 / N)
+  long long ntiles = 0;
+  int off_x0 = 0, off_x1 = 0;    ///< the two tile buffers (floats, 16-byte aligned)
+  int vec_x = 0;                 ///< 16-byte copies of X allowed (aligned base, ldx a multiple of 4)
+  float* t0 = nullptr;           ///< two modes: where X·F1 per row is kept (as FastArgs::t0), or null
+  long long ldt0 = 0;
+};
+
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
 struct FastBwdArgs {
   const float* x = nullptr;  long long ldx = 0;
@@ -238,6 +263,10 @@ struct Segment {
   int kept_tile = 4, kept_chunks = 1, kept_nstage = 1;
   std::size_t kept_smem = 0;
   long long kept_ntiles = 0, kept_grid = 0;
+  // fused forward through the fiber-per-thread kernel for small square factors (kron_small.h)
+  bool small = false;
+  int small_threads = 256;        ///< threads per block (256, or 128 when 256 leaves SMs idle)
+  int small_rows = 1;             ///< rows of X per tile (threads · 32 / N)
 };
 
 /// Shared-memory layout of the register-tile forward for a group of modes (see kron_fast.h).
@@ -275,6 +304,10 @@ struct ModeDims {
   long long p = 1, q = 1;
 };
 
+/// Whether the fiber-per-thread forward (kron_small.h) takes these modes: square factors, every
+/// p ∈ {4, 8, 16, 32}, 1024 ≤ Π p ≤ 8192 (fp32 and one group over every mode checked by the caller).
+bool small_eligible(const std::vector<ModeDims>& modes);
+
 /// The layout for `chunks` rows per tile and `nstage` X buffers (chunks = 0: sizes per chunk only).
 FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstage);
 
@@ -304,6 +337,9 @@ class Backend {
   /// per block (256, or 128 with 8 × 8 tiles).
   virtual void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem,
                                   Device device, Stream stream) = 0;
+  /// The fiber-per-thread fp32 forward for small square factors (kron_small.h), `threads` per block.
+  virtual void fused_forward_small(int threads, const SmallArgs& a, long long grid, std::size_t smem, Device device,
+                                   Stream stream) = 0;
   /// The two-factor register-tile fp32 backward (kron_fast_bwd.h), `tile` × `tile` step tiles (8 or 4).
   virtual void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                                    Stream stream) = 0;

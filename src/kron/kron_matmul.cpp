@@ -170,6 +170,34 @@ detail::FastArgs fast_args(const Segment& seg, const Shapes& sh, const MatrixVie
   return a;
 }
 
+/// Kernel arguments of the fiber-per-thread forward of `seg` (pointers, vec_x and t0 filled by the
+/// caller). Shared memory: the transposed factors, then two tile buffers of rows · N floats.
+detail::SmallArgs small_args(const Segment& seg, const Shapes& sh, const MatrixView* factors) {
+  detail::SmallArgs a;
+  a.M = sh.M;
+  a.nf = seg.count;
+  int off = 0, ls = 0;
+  for (int t = seg.count - 1; t >= 0; --t) {
+    detail::SmallMode& md = a.md[t];
+    md.f = static_cast<const float*>(factors[t].data);
+    md.f_rs = factors[t].row_stride;
+    md.f_cs = factors[t].col_stride;
+    md.p = static_cast<int>(sh.modes[t].p);
+    md.ls = ls;
+    md.f_off = off;
+    off += md.p * md.p;
+    int lp = 0;
+    while ((1 << lp) < md.p) ++lp;
+    ls += lp;  // the next mode's stride s: × p (a power of two)
+  }
+  a.ln = ls;  // log2 N
+  a.rows = seg.small_rows;
+  a.ntiles = seg.ntiles;
+  a.off_x0 = off;
+  a.off_x1 = off + (seg.small_rows << ls);
+  return a;
+}
+
 /// Everything one run needs besides the plan.
 struct Run {
   Backend* be = nullptr;
@@ -192,6 +220,20 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
                      long long ld_out, void* t0 = nullptr) {
   const long long M = r.sh.M;
   if (M == 0) return;
+  if (seg.kind == SegKind::fused && seg.small) {  // fp32, L = 1: in is X, out is Y
+    detail::SmallArgs a = small_args(seg, r.sh, r.factors);
+    a.x = static_cast<const float*>(in);
+    a.ldx = ld_in;
+    a.y = static_cast<float*>(out);
+    a.ldy = ld_out;
+    a.vec_x = vec_ok(r, in, ld_in, 4) ? 1 : 0;
+    if (t0 != nullptr) {  // the register-tile backward's kept state (t0_bytes)
+      a.t0 = static_cast<float*>(t0);
+      a.ldt0 = r.sh.modes[0].p * r.sh.modes[1].q;
+    }
+    r.be->fused_forward_small(seg.small_threads, a, seg.grid, seg.smem, r.device, r.stream);
+    return;
+  }
   if (seg.kind == SegKind::fused && seg.fast) {  // fp32, L = 1: in is X, out is Y
     detail::FastArgs a = fast_args(seg, r.sh, r.factors);
     a.x = static_cast<const float*>(in);
@@ -421,12 +463,12 @@ std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
 }
 
 /// Bytes of the state T0 = X·F1 (M rows of p0·q1 fp32) that a two-factor product keeps for the
-/// register-tile backward: when the forward is the register-tile forward (whose first step computes
-/// T0 anyway) and the backward the register-tile backward (which otherwise recomputes it: one of
+/// register-tile backward: when the forward is the register-tile or the small-factor forward (whose
+/// first step or pass computes T0 anyway) and the backward the register-tile backward (which otherwise recomputes it: one of
 /// its five GEMMs, and a transposed copy of X); else 0.
 std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
-  if (r.sh.modes.size() != 2 || fwd.segs.size() != 1 || !fwd.segs[0].fast || bwd.segs.size() != 1 ||
-      !bwd.segs[0].fast)
+  if (r.sh.modes.size() != 2 || fwd.segs.size() != 1 || !(fwd.segs[0].fast || fwd.segs[0].small) ||
+      bwd.segs.size() != 1 || !bwd.segs[0].fast)
     return 0;
   const std::size_t n = static_cast<std::size_t>(r.sh.M) * static_cast<std::size_t>(r.sh.modes[0].p) *
                         static_cast<std::size_t>(r.sh.modes[1].q);
@@ -437,7 +479,7 @@ std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
 /// intermediate states at all (several groups, or the register-tile forward of two modes), so that
 /// other one-group products (most fused ones) pay no second plan.
 std::size_t saved_bytes(const Run& r, const Plan& fwd, Plan& bwd) {
-  const bool fast2 = fwd.segs.size() == 1 && fwd.segs[0].fast && r.sh.modes.size() == 2;
+  const bool fast2 = fwd.segs.size() == 1 && (fwd.segs[0].fast || fwd.segs[0].small) && r.sh.modes.size() == 2;
   if (fwd.segs.size() < 2 && !fast2) return 0;
   bwd = plan_for(r, true);
   return fast2 ? t0_bytes(r, fwd, bwd) : saved_bytes(fwd, bwd);
@@ -642,6 +684,9 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
                         " tiles=", seg.ntiles, " grid=", seg.grid, "; with T0 kept: regs=", seg.kept_tile, "x",
                         seg.kept_tile, " rows=", seg.kept_chunks, " stages=", seg.kept_nstage, " smem=", seg.kept_smem,
                         " tiles=", seg.kept_ntiles, " grid=", seg.kept_grid, ka.alias ? " alias" : ""));
+    } else if (seg.kind == SegKind::fused && seg.small) {
+      append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small threads=", seg.small_threads,
+                        " rows=", seg.small_rows, " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused && seg.fast) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=fast regs=", seg.fast_tile, "x",
                         seg.fast_tile, " threads=", seg.fast_threads, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage,

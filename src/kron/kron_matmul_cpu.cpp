@@ -9,6 +9,7 @@
 #include "../common/dispatch.h"
 #include "kron_fast.h"
 #include "kron_fast_bwd.h"
+#include "kron_small.h"
 #include "kron_internal.h"
 #include "kron_tile.h"
 
@@ -111,6 +112,25 @@ void run_fast(int threads, const FastArgs& a, long long grid, std::size_t smem) 
     for (long long b = 0; b < grid; ++b) {
       poison(sm);  // a read of anything the program did not write poisons its output
       fast_forward_program<TILE, TILE>(a, ex, sm.data(), b, grid);
+    }
+  }
+}
+
+void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
+  const std::size_t n = smem / sizeof(float) + 1;
+  const double work = static_cast<double>(a.M) * static_cast<double>(1LL << a.ln) * a.nf * 16.0;
+#if defined(_OPENMP)
+#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#endif
+  {
+    std::vector<float> sm(n);
+    HostExecRegs<SmallRegs> ex(threads);
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long long b = 0; b < grid; ++b) {
+      poison(sm);  // a read of anything the program did not write poisons its output
+      small_forward_program(a, ex, sm.data(), b, grid);
     }
   }
 }
@@ -220,6 +240,10 @@ class CpuBackend final : public Backend {
       run_fast<4>(threads, a, grid, smem);
     else
       run_fast<8>(threads, a, grid, smem);
+  }
+  void fused_forward_small(int threads, const SmallArgs& a, long long grid, std::size_t smem, Device,
+                           Stream) override {
+    run_small(threads, a, grid, smem);
   }
   void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math, Workspace, Device, Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] {

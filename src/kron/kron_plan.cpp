@@ -39,6 +39,15 @@
 //   grid                      → persistent: one block per SM for 8 × 8 tiles (up to 255
 //                               registers), up to two for 4 × 4 and for 128-thread 8 × 8
 //
+// fp32 forward of one group over every mode with square factors, every p ∈ {4, 8, 16, 32} and
+// 1024 ≤ N = Π p ≤ 8192 (the fiber-per-thread kernel of kron_small.h; SPARSEKERN_KRON_FWD=auto and
+// =small take it, =new and =old never): a thread owns 32 elements of a row per mode, so
+//   rows per tile              → threads · 32 / N (a 4096-wide row: 2 rows per 256-thread tile)
+//   threads                    → 256 (two blocks per SM, ≤ 128 registers), 128 (four per SM) when
+//                                256-thread tiles would give fewer than two per SM
+//   X buffers                  → two: the next tile's copy runs during this tile's passes
+//   grid                       → persistent, as many blocks as are resident at once
+//
 // fp32 backward of two factors with every side a multiple of 4 and ≤ 64 (the register-tile backward
 // of kron_fast_bwd.h; SPARSEKERN_KRON_BWD_KERNEL=old never; one group whatever choose_groups says):
 //   register tile             → 4 × 4 (8 × 8 measured 1.4-1.8x slower: at the rows that fit, most
@@ -221,7 +230,10 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 }
 
 /// The forward kernel selection (see kron::set_forward_kernel): kernel −1 = not read yet, 0 = old,
-/// 1 = new (wherever eligible), 2 = auto (the default: new where it measured faster); tile, rows, stages: measurement overrides of the register-tile plan (0 = the planner's).
+/// 1 = new (the register-tile kernel wherever eligible), 2 = auto (the default: the small-factor
+/// kernel where eligible, else new where it measured faster), 3 = small (the small-factor kernel
+/// where eligible, else as auto); tile, rows, stages: measurement overrides of the register-tile
+/// plan, threads and grid of either plan (0 = the planner's).
 struct FwdSelect {
   int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
 };
@@ -233,7 +245,8 @@ FwdSelect g_select;
 FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
-        where, " must be \"auto\", \"old\", \"new\" or \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\"; got \"",
+        where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\" "
+        "or \"small:threads=256|128,grid=N\"; got \"",
         v, "\""));
   };
   FwdSelect sel;
@@ -249,9 +262,14 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
     sel.kernel = 0;
     return sel;
   }
-  if (v.compare(0, 4, "new:") != 0) throw bad();
-  sel.kernel = 1;
-  std::size_t pos = 4;
+  if (v == "small") {
+    sel.kernel = 3;
+    return sel;
+  }
+  const bool small = v.compare(0, 6, "small:") == 0;
+  if (!small && v.compare(0, 4, "new:") != 0) throw bad();
+  sel.kernel = small ? 3 : 1;
+  std::size_t pos = small ? 6 : 4;
   while (pos < v.size()) {
     std::size_t end = v.find(',', pos);
     if (end == std::string::npos) end = v.size();
@@ -262,6 +280,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
     char* stop = nullptr;
     const long num = std::strtol(val.c_str(), &stop, 10);
     if (val.empty() || *stop != '\0' || num < 1 || num > (1 << 20)) throw bad();
+    if (small && key != "threads" && key != "grid") throw bad();
     if (key == "tile" && (num == 4 || num == 8))
       sel.tile = static_cast<int>(num);
     else if (key == "rows")
@@ -301,13 +320,13 @@ FwdSelect backward_select() { return read_select(g_bwd_select, "SPARSEKERN_KRON_
 std::string select_name(const FwdSelect& sel) {
   if (sel.kernel == 0) return "old";
   if (sel.kernel == 2) return "auto";
-  std::string s = "new:";
+  std::string s = sel.kernel == 3 ? "small:" : "new:";
   if (sel.tile != 0) s += "tile=" + std::to_string(sel.tile) + ",";
   if (sel.rows != 0) s += "rows=" + std::to_string(sel.rows) + ",";
   if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
   if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
-  s.pop_back();  // the last ',' (or the ':' of a plain "new")
+  s.pop_back();  // the last ',' (or the ':' of a plain "new" / "small")
   return s;
 }
 
@@ -419,7 +438,7 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   // than the chunked kernel on an H200 (kernel time, fp32: 1024 × (16⊗16⊗16) 32.1 vs 29.9 µs,
   // 1024 × (8⊗8⊗8⊗8) 38.5 vs 29.9 µs, no plan override faster), while with p = 32 / 64 it won
   // (1024 × (32⊗32) 10.0 vs 17.5, 1024 × (64⊗64) 42.0 vs 58.0, 4096 × (64⊗64) 157 vs 242 µs).
-  if (sel.kernel == 2 && max_p <= 16) return false;
+  if ((sel.kernel == 2 || sel.kernel == 3) && max_p <= 16) return false;
   struct Choice {
     bool ok = false;
     int tile = 8, threads = kThreads, chunks = 1, nstage = 1;
@@ -488,7 +507,55 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   return true;
 }
 
+/// Fills seg's small_* fields when the fiber-per-thread forward (kron_small.h) takes these modes;
+/// false otherwise. Threads: 256 (two blocks per SM), or 128 (four) where 256-thread tiles would
+/// give fewer than two per SM (e.g. 1024 × (32⊗32): 8 rows per 256-thread tile, 128 tiles).
+bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
+                Segment& seg) {
+  if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
+  long long N = 1, fel = 0;
+  for (const ModeDims& d : modes) {
+    N *= d.p;
+    fel += d.p * d.p;
+  }
+  int nt = sel.threads != 0 ? sel.threads : kThreads;
+  if (N > 32LL * nt) nt = kThreads;  // 128 threads cover at most 4096 elements per row
+  if (sel.threads == 0 && N <= 32LL * 128) {
+    const long long rows256 = 32LL * kThreads / N;
+    if ((M + rows256 - 1) / rows256 < 2LL * lim.num_sms) nt = 128;
+  }
+  const long long rows = 32LL * nt / N;
+  if (rows < 1) return false;
+  const std::size_t smem = static_cast<std::size_t>(fel + 2 * rows * N) * sizeof(float);
+  if (smem > lim.smem_block_max) return false;
+  const long long ntiles = (M + rows - 1) / rows;
+  const long long per_sm =
+      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, nt == kThreads ? 2 : 4);
+  seg.small = true;
+  seg.small_threads = nt;
+  seg.small_rows = static_cast<int>(rows);
+  seg.smem = smem;
+  seg.tm = static_cast<int>(rows);
+  seg.tl = 1;
+  seg.tiles_l = 1;
+  seg.ntiles = ntiles;
+  seg.grid = std::min<long long>(ntiles, per_sm * lim.num_sms);
+  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
+  return true;
+}
+
 }  // namespace
+
+bool small_eligible(const std::vector<ModeDims>& modes) {
+  const int n = static_cast<int>(modes.size());
+  if (n < 2 || n > kMaxFused) return false;
+  long long N = 1;
+  for (const ModeDims& d : modes) {
+    if (d.p != d.q || (d.p != 4 && d.p != 8 && d.p != 16 && d.p != 32)) return false;
+    N *= d.p;
+  }
+  return N >= 1024 && N <= 8192;
+}
 
 FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstage) {
   FastLayout L;
@@ -684,7 +751,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       // One group over every mode, fp32: the register-tile kernel when selected and it fits.
       if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
         const FwdSelect sel = forward_select();
-        if (sel.kernel >= 1) plan_fast(modes, M, lim, sel, seg);
+        const bool small = sel.kernel >= 2 && plan_small(modes, M, lim, sel, seg);
+        if (!small && sel.kernel >= 1) plan_fast(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
       }
     }
   }

@@ -170,7 +170,7 @@ def test_native_writes_every_output(device, dtype, batch, shapes):
 # --------------------------------------------------------------------------------------------
 # The two fused fp32 forward kernels (SPARSEKERN_KRON_FWD=old|new; kron_fast.h for "new")
 # --------------------------------------------------------------------------------------------
-@pytest.fixture(params=["old", "new"])
+@pytest.fixture(params=["old", "new", "small"])
 def fwd_kernel(request):
     """Runs the test under each forward kernel; "" afterwards re-reads the environment."""
     _C.kron_set_forward_kernel(request.param)
@@ -208,8 +208,13 @@ def test_forward_kernels(device, fwd_kernel, batch, shapes):
     """fp32 forward under both kernels against float64, also through strided rows of x and an output
     whose rows are not 16-byte aligned (the register-tile kernel's scalar store path)."""
     x, fs = _make(batch, shapes, torch.float32, device)
-    fast = "kernel=fast" in _fwd_plan(x, fs)
-    assert fast == (fwd_kernel == "new")
+    plan = _fwd_plan(x, fs)
+    small = all(p == q and p in (4, 8, 16, 32) for p, q in shapes) and 1024 <= math.prod(p for p, _ in shapes) <= 8192
+    assert ("kernel=small" in plan) == (fwd_kernel == "small" and small), plan
+    if fwd_kernel == "new":
+        assert "kernel=fast" in plan
+    if fwd_kernel == "old":
+        assert "kernel=fast" not in plan and "kernel=small" not in plan
     ref = _reference(x, fs)
     assert rel_error(kron_matmul(x, fs), ref) <= _tol(torch.float32, device, 2)
     P, Q = x.shape[1], ref.shape[1]
@@ -272,10 +277,18 @@ def test_forward_kernel_choice(monkeypatch):
     _C.kron_set_forward_kernel("")  # the default: auto
     assert _C.kron_forward_kernel() == "auto"
     assert "kernel=fast" in _plan(1024, [(64, 64)] * 2)
-    assert "kernel=fast" in _plan(1024, [(32, 32)] * 2)
-    assert "kernel=fast" not in _plan(1024, [(8, 8)] * 4)  # every p <= 16: measured slower
-    assert "kernel=fast" not in _plan(1024, [(16, 16)] * 3)
-    for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile", "new:grid=-1"]:
+    assert "kernel=small" in _plan(1024, [(32, 32)] * 2)  # square, p <= 32, 1024 <= N <= 8192
+    assert "kernel=small" in _plan(1024, [(8, 8)] * 4)
+    assert "kernel=small" in _plan(1024, [(16, 16)] * 3)
+    assert "kernel=small" in _plan(1024, [(8, 8), (16, 16), (32, 32)])
+    assert "kernel=fast" in _plan(1024, [(32, 32), (32, 16)])  # not square: the register-tile kernel
+    assert "kernel=fast" not in _plan(1024, [(16, 16), (16, 16)])  # N = 256: neither
+    assert "kernel=small" not in _plan(1024, [(16, 16), (16, 16)])
+    assert "kernel=small" not in _plan(64, [(32, 32)] * 3)  # N = 32768: past a block's rows
+    assert "kernel=small" not in _plan(1024, [(8, 8)] * 4, torch.float64)  # fp32 only
+    assert "kernel=small" not in _plan(256, [(16, 16)] * 4)  # two groups (L > 1)
+    for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile", "new:grid=-1",
+                "small:tile=4", "small:rows=2", "small:threads=64", "smallish"]:
         with pytest.raises(ValueError, match="SPARSEKERN_KRON_FWD|kernel name"):
             _C.kron_set_forward_kernel(bad)
     monkeypatch.setenv("SPARSEKERN_KRON_FWD", "old")
@@ -294,6 +307,66 @@ def test_forward_kernel_choice(monkeypatch):
     finally:
         monkeypatch.delenv("SPARSEKERN_KRON_FWD")
         _C.kron_set_forward_kernel("")
+
+
+# --------------------------------------------------------------------------------------------
+# The fiber-per-thread forward for small square factors (kron_small.h)
+# --------------------------------------------------------------------------------------------
+# Every factor size it takes (4, 8, 16, 32), mixed, 2 to 5 factors, N from 1024 to 8192; rows not a
+# multiple of the rows per tile, fewer rows than one tile, a single row.
+SMALL_SHAPES = [
+    (61, [(8, 8)] * 4), (37, [(16, 16)] * 3), (45, [(32, 32)] * 2), (1, [(32, 32)] * 2),
+    (9, [(8, 8), (16, 16), (32, 32)]), (7, [(32, 32), (16, 16), (8, 8)]), (11, [(4, 4), (8, 8), (32, 32)]),
+    (5, [(32, 32), (8, 8), (4, 4), (8, 8)]), (40, [(16, 16), (8, 8), (8, 8)]), (3, [(4, 4)] * 5),
+    (6, [(16, 16), (16, 16), (32, 32)]), (17, [(8, 8), (32, 32), (8, 8)]),
+]
+
+
+@pytest.mark.parametrize("sel", ["small", "small:threads=128", "small:threads=256,grid=2",
+                                 "small:threads=128,grid=3"])
+@pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
+def test_forward_small(device, sel, batch, shapes):
+    """The small-factor forward against float64: both block sizes, a few blocks with several tiles
+    each (the persistent loop and the copy of the next tile into the buffer the last one read), x
+    through strided unaligned rows (4-byte copies) and into an output with odd strides."""
+    _C.kron_set_forward_kernel(sel)
+    try:
+        assert _C.kron_forward_kernel() == sel
+        x, fs = _make(batch, shapes, torch.float32, device)
+        plan = _fwd_plan(x, fs)
+        assert "kernel=small" in plan, plan
+        N = math.prod(p for p, _ in shapes)
+        threads = 128 if "threads=128" in sel and N <= 4096 else 256
+        if "threads=" in sel:
+            assert f"threads={threads} " in plan
+        if "grid=" in sel:
+            tiles = -(-batch // (threads * 32 // N))
+            assert f" grid={min(int(sel.split('grid=')[1]), tiles)}" in plan
+        ref = _reference(x, fs)
+        assert rel_error(kron_matmul(x, fs), ref) <= _tol(torch.float32, device, 2)
+        xs = randn(batch, N + 3, device=device)[:, 1:N + 1]
+        buf = torch.full((batch, N + 1), float("nan"), device=device)
+        out = buf[:, 1:]
+        def alloc(n):
+            ws = torch.empty(n, dtype=torch.uint8, device=device)
+            return ws.data_ptr(), n, ws
+
+        _C.kron_matmul(as_dlpack(xs), [as_dlpack(f) for f in fs], as_dlpack(out), alloc)
+        assert rel_error(out, _reference(xs, fs)) <= _tol(torch.float32, device, 2)
+        assert torch.isnan(buf[:, 0]).all()
+    finally:
+        _C.kron_set_forward_kernel("")
+
+
+def test_forward_small_block_size():
+    """128 threads per block where 256-thread tiles would leave SMs without two each (the CPU plans
+    for a virtual GPU of 8 SMs), 256 otherwise; 8192-wide rows need 256."""
+    x, fs = _make(20, [(32, 32)] * 2, torch.float32, "cpu")
+    assert "kernel=small threads=128 rows=4 " in _fwd_plan(x, fs)
+    x, fs = _make(1024, [(32, 32)] * 2, torch.float32, "cpu")
+    assert "kernel=small threads=256 rows=8 " in _fwd_plan(x, fs)
+    x, fs = _make(3, [(32, 32), (16, 16), (16, 16)], torch.float32, "cpu")
+    assert "kernel=small threads=256 rows=1 " in _fwd_plan(x, fs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -605,17 +678,21 @@ KEPT_T0 = [(45, [(32, 32), (32, 32)]), (19, [(64, 64), (64, 64)]), (13, [(32, 16
            (3, [(64, 8), (4, 60)]), (1, [(16, 4), (40, 28)])]
 
 
+@pytest.mark.parametrize("fwd", ["new", "small"])
 @pytest.mark.parametrize("sel", ["new", "new:stages=1", "new:rows=1,grid=2", "new:tile=8,rows=2,grid=3"])
 @pytest.mark.parametrize("batch,shapes", KEPT_T0)
-def test_backward_kept_t0(device, sel, batch, shapes):
-    """Two factors through the register-tile forward and backward: a forward asked to save keeps
-    T0 = X·F1 (checked against torch), y is unchanged, and the backward that reads T0 gives the
-    gradients of float64 (every plan variant of the kept layout)."""
+def test_backward_kept_t0(device, fwd, sel, batch, shapes):
+    """Two factors through the register-tile (or, for square 32 × 32 factors, the small-factor)
+    forward and the register-tile backward: a forward asked to save keeps T0 = X·F1 (checked
+    against torch), y is unchanged, and the backward that reads T0 gives the gradients of float64
+    (every plan variant of the kept layout)."""
     from sparsekern.kron import _backward, _forward
     _C.kron_set_backward_kernel(sel)
+    _C.kron_set_forward_kernel(fwd)
     try:
         x, fs = _make(batch, shapes, torch.float32, device)
-        assert "kernel=fast" in _fwd_plan(x, fs)
+        want = "kernel=small" if fwd == "small" and shapes == [(32, 32)] * 2 else "kernel=fast"
+        assert want in _fwd_plan(x, fs)
         (p0, q0), (p1, q1) = shapes
         # G1 over the stage's inputs where it fits (p0·q1 ≤ q0·q1 here): both layouts are tested
         assert (" alias" in _plan(batch, shapes, backward=True, device=device)) == (p0 <= q0), shapes
@@ -634,6 +711,7 @@ def test_backward_kept_t0(device, sel, batch, shapes):
         _check_backward(x, fs, g, None, got[1:], device)
     finally:
         _C.kron_set_backward_kernel("")
+        _C.kron_set_forward_kernel("")
 
 
 def test_backward_kept_t0_only_when_both_kernels_run(device):

@@ -1,0 +1,245 @@
+#pragma once
+// Fiber-per-thread fused forward for small square factors (fp32, one group over every mode, L = 1):
+// the block program shared by the CUDA kernel (kron_small_fwd_f32.cu) and the CPU backend's
+// emulation (kron_matmul_cpu.cpp).
+//
+// Why a third forward kernel. With factors of 8 or 16 rows the two other fused kernels run at a
+// quarter of the roofline (H200, 1024 × (8⊗8⊗8⊗8) and (16⊗16⊗16): ~30 µs against ~8 µs). ncu
+// (session 10) shows both issue-bound on index arithmetic, not on FFMAs or memory: the register-tile
+// kernel spends about half of its stall samples in the loop that copies X transposed with 4-byte
+// cp.async (a row and bounds check per element), runs 2 warps per scheduler (167 registers), and
+// the generic kernel executes ~3 integer instructions per FFMA. This program does the least index
+// work per element that the product allows:
+//   - a tile is R rows of X (R·N = 32·threads elements), copied with 16-byte cp.async straight into
+//     its natural (row-major) layout, two tiles in flight (the next one loads during this one);
+//   - every mode t is one *pass*: a thread owns E = 32 elements of each row it serves, as 32/p
+//     whole fibers of mode t (the p elements that mode t contracts, s = Π_{u>t} p_u apart), reads
+//     them into registers, computes y[j] = Σ_a F_t[a, j] · x[a] for every fiber, and writes the
+//     results back in place — no other thread touches those elements in this pass, so a pass needs
+//     no barrier inside it, one between passes;
+//   - the factors live transposed in shared memory, F_t[:, j] contiguous, read as uniform 16-byte
+//     vectors (one address per warp);
+//   - the first mode (the final pass) stores Y straight from registers: its fibers' elements are
+//     s = N/p_0 ≥ 32 apart, so the 32 lanes store 32 consecutive floats (full sectors).
+// Fibers of a pass. Fiber f = hi·s + lo (hi < N/(p·s), lo < s) holds elements hi·p·s + a·s + lo;
+// lane l of warp w (of W = N/1024 warps per row) owns fibers f = 32·(v·W + w) + l, v < 32/p. So
+// a warp's 32 lanes read 32 consecutive fibers: for s ≥ 32, 32 consecutive floats; for s = 1, the
+// p-float runs of 32 neighbouring fibers (read as 16-byte vectors); in between, 32/s runs of s.
+// Banks. Element e of a tile sits at swz(e): its 16-byte chunk within a 128-byte row r = e/32 is
+// XORed with h(r) = (r mod 8) ^ 4·(bit 3 of r). A tools/diag Python model of the three access kinds
+// (scalar, vector along a fiber, the 16-byte copies) finds no bank conflict for (8,8,8,8),
+// (16,16,16), (32,32), (8,16,32), (16,8,8) and most other mixes of 4 … 32 with 1024 ≤ N ≤ 8192
+// (some mixes keep 2-way conflicts in one pass).
+// Scope (planner: plan_small): fp32, every factor square with p ∈ {4, 8, 16, 32}, 1024 ≤ N = Π p ≤
+// 8192 (a thread owns 32 elements of a row: N/32 threads per row, at most the block).
+
+#include "kron_fast.h"
+#include "kron_internal.h"
+
+namespace sparsekern::kron::detail {
+
+/// The block program needs no registers across barriers (a pass reads, computes and writes back
+/// its own elements between two barriers).
+struct SmallRegs {};
+
+/// Elements a thread owns per row in a pass.
+constexpr int kSmallE = 32;
+
+/// Shared-memory position of element e of a tile (see the file comment): the 16-byte chunk index
+/// within each 128-byte row XORed with a function of the row.
+SK_KRON_HD int small_swz(int e) {
+  const int r = e >> 5;
+  const int h = (r & 7) ^ (((r >> 3) & 1) << 2);
+  return e ^ (h << 2);
+}
+
+SK_KRON_FN int ilog2_rt(int v) {
+  int l = 0;
+  while ((1 << l) < v) ++l;
+  return l;
+}
+
+/// Copies factor t transposed into shared memory (Ft[j·p + a] = F[a, j]), asynchronously.
+SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int nt) {
+  for (int t = 0; t < a.nf; ++t) {
+    const SmallMode& md = a.md[t];
+    const int p = md.p, lp = ilog2_rt(p);
+    for (int e = tid; e < p * p; e += nt) {
+      const int j = e >> lp, i = e & (p - 1);
+      copy4_async(sm + md.f_off + e, md.f + i * md.f_rs + j * md.f_cs, true);
+    }
+  }
+}
+
+/// Starts the copy of tile `tile` (rows tile·R …) of X into `buf` (rows past M zero-filled).
+SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, int tid, int nt) {
+  const int ln4 = a.ln - 2;  // 16-byte chunks per row: N / 4
+  const int chunks = a.rows << ln4;
+  const long long m0 = tile * a.rows;
+  for (int c = tid; c < chunks; c += nt) {
+    const int r = c >> ln4, e = (c - (r << ln4)) << 2;
+    const long long m = m0 + r;
+    const bool valid = m < a.M;
+    const float* src = a.x + (valid ? m : 0) * a.ldx + e;
+    float* dst = buf + (r << a.ln) + small_swz(e);
+    if (a.vec_x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
+                   : "memory");
+#else
+      for (int u = 0; u < 4; ++u) dst[u] = valid ? src[u] : 0.0f;
+#endif
+    } else {
+      for (int u = 0; u < 4; ++u) copy4_async(dst + u, src + u, valid);
+    }
+  }
+}
+
+/// One pass of mode t (factor width P) over the thread's fibers of its row: in place in `buf`, or
+/// (final pass) into Y.
+/// Addresses: swz is linear over GF(2) (an XOR of bit fields) and a fiber's elements e = base | a·s
+/// have disjoint bits (base's bits [log2 s, log2(p·s)) are zero), so swz(e) = swz(base) ^ swz(a·s):
+/// one XOR per element with a per-pass constant (uniform across the warp), instead of the five
+/// integer instructions of swz itself. The row offset row·N sits above every bit swz touches.
+template <int P>
+SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
+                           bool final_pass) {
+  constexpr int V = kSmallE / P;
+  const SmallMode& md = a.md[t];
+  const int ls = md.ls;  // log2 s
+  const int lT = a.ln - 5;  // log2 threads per row
+  const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
+  const int w = tau >> 5, lane = tau & 31, W = 1 << (lT - 5);
+  // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
+  // fiber's (the buffer's own address then adds in the load's addressing).
+  int d[P];  // 4·swz(i·s): fiber element i (scalar path; the vector path's vector k is at 16·k)
+  SK_KRON_UNROLL
+  for (int i = 0; i < P; ++i) d[i] = small_swz(i << ls) << 2;
+  const char* const bb = reinterpret_cast<const char*>(buf);
+  char* const bw = reinterpret_cast<char*>(buf);
+  float x[V][P];
+  int base[V], pb[V];
+  SK_KRON_UNROLL
+  for (int v = 0; v < V; ++v) {
+    const int f = ((v * W + w) << 5) + lane;
+    const int hi = f >> ls, lo = f & ((1 << ls) - 1);
+    base[v] = ((hi * P) << ls) + lo;
+    pb[v] = ((row << a.ln) + small_swz(base[v])) << 2;
+    if (ls == 0) {
+      SK_KRON_UNROLL
+      for (int k = 0; k < P / 4; ++k) lds4(reinterpret_cast<const float*>(bb + (pb[v] ^ (16 * k))), &x[v][4 * k]);
+    } else {
+      SK_KRON_UNROLL
+      for (int i = 0; i < P; ++i) x[v][i] = *reinterpret_cast<const float*>(bb + (pb[v] ^ d[i]));
+    }
+  }
+  float y[V][P];
+  const float* ft = sm + md.f_off;
+  SK_KRON_UNROLL
+  for (int j = 0; j < P; ++j) {
+    SK_KRON_UNROLL
+    for (int v = 0; v < V; ++v) y[v][j] = 0.0f;
+    SK_KRON_UNROLL
+    for (int k = 0; k < P / 4; ++k) {
+      float f4[4];
+      lds4(ft + j * P + 4 * k, f4);
+      SK_KRON_UNROLL
+      for (int v = 0; v < V; ++v) {
+        SK_KRON_UNROLL
+        for (int u = 0; u < 4; ++u) y[v][j] += x[v][4 * k + u] * f4[u];
+      }
+    }
+  }
+  if (!final_pass) {
+    SK_KRON_UNROLL
+    for (int v = 0; v < V; ++v) {
+      if (ls == 0) {
+        SK_KRON_UNROLL
+        for (int k = 0; k < P / 4; ++k)
+          sts4(reinterpret_cast<float*>(bw + (pb[v] ^ (16 * k))), y[v][4 * k], y[v][4 * k + 1], y[v][4 * k + 2],
+               y[v][4 * k + 3]);
+      } else {
+        SK_KRON_UNROLL
+        for (int i = 0; i < P; ++i) *reinterpret_cast<float*>(bw + (pb[v] ^ d[i])) = y[v][i];
+      }
+    }
+    return;
+  }
+  // Final pass (t = 0, hi = 0): Y[m, j·s + lo].
+  const long long m = tile * a.rows + row;
+  if (m >= a.M) return;
+  float* yr = a.y + m * a.ldy;
+  SK_KRON_UNROLL
+  for (int v = 0; v < V; ++v) {
+    SK_KRON_UNROLL
+    for (int i = 0; i < P; ++i) yr[base[v] + (i << ls)] = y[v][i];
+  }
+}
+
+template <class F>
+SK_KRON_FN void with_small_p(int p, F&& f) {
+  switch (p) {
+    case 4: f(IntC<4>{}); break;
+    case 8: f(IntC<8>{}); break;
+    case 16: f(IntC<16>{}); break;
+    default: f(IntC<32>{}); break;
+  }
+}
+
+/// Copies the tile's state after the last mode (two modes: T0 = X·F1 per row, a.t0) from `buf`.
+SK_KRON_FN void small_store_t0(const SmallArgs& a, const float* buf, long long tile, int tid, int nt) {
+  const int ln4 = a.ln - 2;
+  const int chunks = a.rows << ln4;
+  for (int c = tid; c < chunks; c += nt) {
+    const int r = c >> ln4, e = (c - (r << ln4)) << 2;
+    const long long m = tile * a.rows + r;
+    if (m >= a.M) continue;
+    float v[4];
+    lds4(buf + (r << a.ln) + small_swz(e), v);
+    stg4(a.t0 + m * a.ldt0 + e, v[0], v[1], v[2], v[3]);
+  }
+}
+
+/// The block program. `Exec` as in kron_fast.h (phase: f(tid, regs) on every thread, then a barrier).
+template <class Exec>
+SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* sm, long long block,
+                                           long long grid) {
+  using Regs = SmallRegs;
+  const int nt = ex.nthreads();
+  const int nf = a.nf;
+  float* const b0 = sm + a.off_x0;
+  float* const b1 = sm + a.off_x1;
+  ex.phase_nosync([&](int tid, Regs&) {
+    if (block < a.ntiles) small_issue_x(a, b0, block, tid, nt);
+    small_load_factors(a, sm, tid, nt);
+    async_commit();
+  });
+  long long i = 0;
+  for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
+    const long long next = tile + grid;
+    float* const cur = (i & 1) ? b1 : b0;
+    float* const nxt = (i & 1) ? b0 : b1;
+    // This tile's X has arrived (every thread waits for its own copies, the barrier for all), and
+    // every thread has finished the previous tile, whose buffer the next copy overwrites.
+    ex.phase([&](int, Regs&) { async_wait<0>(); });
+    for (int t = nf - 1; t >= 0; --t) {
+      const bool first = t == nf - 1, last = t == 0;
+      auto body = [&](int tid, Regs&) {
+        if (first) {
+          if (next < a.ntiles) small_issue_x(a, nxt, next, tid, nt);
+          async_commit();
+        }
+        if (last && nf == 2 && a.t0 != nullptr) small_store_t0(a, cur, tile, tid, nt);
+        with_small_p(a.md[t].p, [&](auto pc) { small_pass<decltype(pc)::value>(a, t, tile, sm, cur, tid, last); });
+      };
+      if (last)
+        ex.phase_nosync(body);
+      else
+        ex.phase(body);
+    }
+  }
+  ex.phase_nosync([&](int, Regs&) { async_wait<0>(); });  // no copy outlives the block
+}
+
+}  // namespace sparsekern::kron::detail

@@ -1,0 +1,39 @@
+// The fiber-per-thread fused forward for small square factors (fp32, one group over every mode): the
+// CUDA kernels of the block program in kron_small.h, 256 or 128 threads per block.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "../common/cuda_check.h"
+#include "kron_small.h"
+
+namespace sparsekern::kron::detail {
+namespace {
+
+/// Two 256-thread blocks per SM (≤ 128 registers: 32 inputs and 32 outputs per thread and pass,
+/// plus addresses), four of 128: the blocks' passes and copies overlap each other's barriers.
+template <int NT>
+__global__ void __launch_bounds__(NT, NT == 256 ? 2 : 4) kron_small_kernel(const __grid_constant__ SmallArgs a) {
+  extern __shared__ __align__(16) unsigned char kron_small_smem[];
+  FastDeviceExec<SmallRegs> ex;
+  small_forward_program(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+}
+
+template <int NT>
+void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
+  fast_opt_in_smem<kron_small_kernel<NT>>(smem, device);
+  kron_small_kernel<NT><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  SK_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::size_t smem, int device,
+                       cudaStream_t stream) {
+  if (threads == 128)
+    launch_small<128>(a, grid, smem, device, stream);
+  else
+    launch_small<256>(a, grid, smem, device, stream);
+}
+
+}  // namespace sparsekern::kron::detail
