@@ -26,8 +26,9 @@
 // a warp's 32 lanes read 32 consecutive fibers: for s ≥ 32, 32 consecutive floats; for s = 1, the
 // p-float runs of 32 neighbouring fibers (read as 16-byte vectors); in between, 32/s runs of s.
 // Banks. Element e of a tile sits at swz(e): its 16-byte chunk within a 128-byte row r = e/32 is
-// XORed with h(r) = (r mod 8) ^ 4·(bit 3 of r). A tools/diag Python model of the three access kinds
-// (scalar, vector along a fiber, the 16-byte copies) finds no bank conflict for (8,8,8,8),
+// XORed with h(r) = (r mod 8) ^ 4·(bit 3 of r). A Python model of the three access kinds
+// (tools/diag/kron_small_banks.py:
+// scalar, vector along a fiber, the 16-byte copies) finds no bank conflict for (8,8,8,8),
 // (16,16,16), (32,32), (8,16,32), (16,8,8) and most other mixes of 4 … 32 with 1024 ≤ N ≤ 8192
 // (some mixes keep 2-way conflicts in one pass).
 // Scope (planner: plan_small): fp32, every factor square with p ∈ {4, 8, 16, 32}, 1024 ≤ N = Π p ≤
