@@ -174,6 +174,8 @@ struct FastDeviceExec {
   __device__ __forceinline__ void phase_nosync(F&& f) {
     f(static_cast<int>(threadIdx.x), regs);
   }
+  /// The barrier that ends a phase, on its own (after phase_nosync).
+  __device__ __forceinline__ void sync() { __syncthreads(); }
 };
 #endif
 

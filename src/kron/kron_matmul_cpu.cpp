@@ -94,6 +94,7 @@ struct HostExecRegs {
   void phase_nosync(F&& f) {
     phase(f);
   }
+  void sync() {}  // each phase runs every thread to its end before the next starts
 };
 
 template <int TILE>

@@ -49,9 +49,8 @@ constexpr int kSmallE = 32;
 /// Shared-memory position of element e of a tile (see the file comment): the 16-byte chunk index
 /// within each 128-byte row XORed with a function of the row.
 SK_KRON_HD int small_swz(int e) {
-  const int r = e >> 5;
-  const int h = (r & 7) ^ (((r >> 3) & 1) << 2);
-  return e ^ (h << 2);
+  // h(r) = (r mod 8) ^ 4·(bit 3 of r) for r = e / 32, shifted to the chunk bits: e ^ (h(r) << 2).
+  return e ^ ((e >> 3) & 0x1c) ^ ((e >> 4) & 0x10);
 }
 
 SK_KRON_FN int ilog2_rt(int v) {
@@ -72,27 +71,31 @@ SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int n
   }
 }
 
-/// Starts the copy of tile `tile` (rows tile·R …) of X into `buf` (rows past M zero-filled).
+/// Starts the copy of tile `tile` (rows tile·R …) of X into `buf` (rows past M zero-filled). A
+/// block sweeps a row in steps of 4·nt floats (≤ N), thread tid at offset 4·tid of each step; the
+/// step offsets' bits lie above 4·tid's, so the swizzle splits: swz(e0 + k·step) = swz(e0) ^ swz(k·step).
 SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, int tid, int nt) {
-  const int ln4 = a.ln - 2;  // 16-byte chunks per row: N / 4
-  const int chunks = a.rows << ln4;
+  const int step = nt << 2, e0 = tid << 2, per_row = (1 << a.ln) / step;
+  const int s0 = small_swz(e0);
   const long long m0 = tile * a.rows;
-  for (int c = tid; c < chunks; c += nt) {
-    const int r = c >> ln4, e = (c - (r << ln4)) << 2;
+  for (int r = 0; r < a.rows; ++r) {
     const long long m = m0 + r;
     const bool valid = m < a.M;
-    const float* src = a.x + (valid ? m : 0) * a.ldx + e;
-    float* dst = buf + (r << a.ln) + small_swz(e);
-    if (a.vec_x) {
+    const float* src = a.x + (valid ? m : 0) * a.ldx + e0;
+    float* const drow = buf + (r << a.ln);
+    for (int k = 0; k < per_row; ++k, src += step) {
+      float* const dst = drow + (s0 ^ small_swz(k * step));
+      if (a.vec_x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
-                   : "memory");
+        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(valid ? 16 : 0)
+                     : "memory");
 #else
-      for (int u = 0; u < 4; ++u) dst[u] = valid ? src[u] : 0.0f;
+        for (int u = 0; u < 4; ++u) dst[u] = valid ? src[u] : 0.0f;
 #endif
-    } else {
-      for (int u = 0; u < 4; ++u) copy4_async(dst + u, src + u, valid);
+      } else {
+        for (int u = 0; u < 4; ++u) copy4_async(dst + u, src + u, valid);
+      }
     }
   }
 }
@@ -109,23 +112,26 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
   constexpr int V = kSmallE / P;
   const SmallMode& md = a.md[t];
   const int ls = md.ls;  // log2 s
+  constexpr int LP = ilog2c(P);
   const int lT = a.ln - 5;  // log2 threads per row
   const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
-  const int w = tau >> 5, lane = tau & 31, W = 1 << (lT - 5);
   // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
   // fiber's (the buffer's own address then adds in the load's addressing).
   int d[P];  // 4·swz(i·s): fiber element i (scalar path; the vector path's vector k is at 16·k)
+  d[0] = 0;
   SK_KRON_UNROLL
-  for (int i = 0; i < P; ++i) d[i] = small_swz(i << ls) << 2;
+  for (int i = 1; i < P; ++i)  // linear: d[i] = d[i without its lowest bit] ^ d[that bit]
+    d[i] = (i & (i - 1)) == 0 ? small_swz(i << ls) << 2 : d[i & (i - 1)] ^ d[i & -i];
   const char* const bb = reinterpret_cast<const char*>(buf);
   char* const bw = reinterpret_cast<char*>(buf);
+  // Fiber f = hi·s + lo starts at element hi·p·s + lo: f with LP zero bits inserted at bit ls.
+  const int lo_mask = (1 << ls) - 1, hi_mask = ~((1 << (ls + LP)) - 1);
   float x[V][P];
   int base[V], pb[V];
   SK_KRON_UNROLL
   for (int v = 0; v < V; ++v) {
-    const int f = ((v * W + w) << 5) + lane;
-    const int hi = f >> ls, lo = f & ((1 << ls) - 1);
-    base[v] = ((hi * P) << ls) + lo;
+    const int f = tau + (v << lT);  // 32·(v·W + w) + lane
+    base[v] = (f & lo_mask) | ((f << LP) & hi_mask);
     pb[v] = ((row << a.ln) + small_swz(base[v])) << 2;
     if (ls == 0) {
       SK_KRON_UNROLL
@@ -226,18 +232,16 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
     ex.phase([&](int, Regs&) { async_wait<0>(); });
     for (int t = nf - 1; t >= 0; --t) {
       const bool first = t == nf - 1, last = t == 0;
-      auto body = [&](int tid, Regs&) {
+      // One call site (the barrier is separate): the passes inline once per factor width.
+      ex.phase_nosync([&](int tid, Regs&) {
         if (first) {
           if (next < a.ntiles) small_issue_x(a, nxt, next, tid, nt);
           async_commit();
         }
         if (last && nf == 2 && a.t0 != nullptr) small_store_t0(a, cur, tile, tid, nt);
         with_small_p(a.md[t].p, [&](auto pc) { small_pass<decltype(pc)::value>(a, t, tile, sm, cur, tid, last); });
-      };
-      if (last)
-        ex.phase_nosync(body);
-      else
-        ex.phase(body);
+      });
+      if (!last) ex.sync();
     }
   }
   ex.phase_nosync([&](int, Regs&) { async_wait<0>(); });  // no copy outlives the block
