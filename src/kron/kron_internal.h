@@ -159,6 +159,7 @@ struct SmallArgs {
   long long ntiles = 0;
   int off_x0 = 0, off_x1 = 0;    ///< the two tile buffers (floats, 16-byte aligned)
   int vec_x = 0;                 ///< 16-byte copies of X allowed (aligned base, ldx a multiple of 4)
+  int vec_y = 0;                 ///< 16-byte stores of Y allowed (aligned base, ldy a multiple of 4)
   float* t0 = nullptr;           ///< two modes: where X·F1 per row is kept (as FastArgs::t0), or null
   long long ldt0 = 0;
 };

@@ -227,6 +227,7 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
     a.y = static_cast<float*>(out);
     a.ldy = ld_out;
     a.vec_x = vec_ok(r, in, ld_in, 4) ? 1 : 0;
+    a.vec_y = vec_ok(r, out, ld_out, 4) ? 1 : 0;
     if (t0 != nullptr) {  // the register-tile backward's kept state (t0_bytes)
       a.t0 = static_cast<float*>(t0);
       a.ldt0 = r.sh.modes[0].p * r.sh.modes[1].q;

@@ -42,9 +42,10 @@
 // fp32 forward of one group over every mode with square factors, every p ∈ {4, 8, 16, 32} and
 // 1024 ≤ N = Π p ≤ 8192 (the fiber-per-thread kernel of kron_small.h; SPARSEKERN_KRON_FWD=auto and
 // =small take it, =new and =old never): a thread owns 32 elements of a row per mode, so
-//   rows per tile              → threads · 32 / N (a 4096-wide row: 2 rows per 256-thread tile)
-//   threads                    → 256 (two blocks per SM, ≤ 128 registers), 128 (four per SM) when
-//                                256-thread tiles would give fewer than two per SM
+//   which products (auto)      → every p ≤ 16 (with p = 32 the register-tile kernel measured faster)
+//   rows per tile              → threads · 32 / N (a 4096-wide row: 1 row per 128-thread tile)
+//   threads                    → 128 (four blocks per SM, ≤ 128 registers) where N ≤ 4096, else
+//                                256 (two per SM): more independent blocks measured faster
 //   X buffers                  → two: the next tile's copy runs during this tile's passes
 //   grid                       → persistent, as many blocks as are resident at once
 //
@@ -508,22 +509,22 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
 }
 
 /// Fills seg's small_* fields when the fiber-per-thread forward (kron_small.h) takes these modes;
-/// false otherwise. Threads: 256 (two blocks per SM), or 128 (four) where 256-thread tiles would
-/// give fewer than two per SM (e.g. 1024 × (32⊗32): 8 rows per 256-thread tile, 128 tiles).
+/// false otherwise. auto takes it only where every p ≤ 16: with p = 32 the register-tile kernel
+/// measured faster (H200, 1024 × (32⊗32): 9.1 against 11.0 µs). Threads: 128 (four blocks per SM)
+/// wherever a row fits 128 threads' 32 elements each (N ≤ 4096), else 256: 1024 × (8⊗8⊗8⊗8) 15.6
+/// against 17.4 µs, (16⊗16⊗16) 18.4 against 19.4 (more blocks, each with its own pipeline).
 bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                 Segment& seg) {
   if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
-  long long N = 1, fel = 0;
+  long long N = 1, fel = 0, max_p = 1;
   for (const ModeDims& d : modes) {
     N *= d.p;
     fel += d.p * d.p;
+    max_p = std::max(max_p, d.p);
   }
-  int nt = sel.threads != 0 ? sel.threads : kThreads;
+  if (sel.kernel == 2 && max_p > 16) return false;
+  int nt = sel.threads != 0 ? sel.threads : 128;
   if (N > 32LL * nt) nt = kThreads;  // 128 threads cover at most 4096 elements per row
-  if (sel.threads == 0 && N <= 32LL * 128) {
-    const long long rows256 = 32LL * kThreads / N;
-    if ((M + rows256 - 1) / rows256 < 2LL * lim.num_sms) nt = 128;
-  }
   const long long rows = 32LL * nt / N;
   if (rows < 1) return false;
   const std::size_t smem = static_cast<std::size_t>(fel + 2 * rows * N) * sizeof(float);

@@ -21,10 +21,10 @@
 //     vectors (one address per warp);
 //   - the first mode (the final pass) stores Y straight from registers: its fibers' elements are
 //     s = N/p_0 ≥ 32 apart, so the 32 lanes store 32 consecutive floats (full sectors).
-// Fibers of a pass. Fiber f = hi·s + lo (hi < N/(p·s), lo < s) holds elements hi·p·s + a·s + lo;
-// lane l of warp w (of W = N/1024 warps per row) owns fibers f = 32·(v·W + w) + l, v < 32/p. So
-// a warp's 32 lanes read 32 consecutive fibers: for s ≥ 32, 32 consecutive floats; for s = 1, the
-// p-float runs of 32 neighbouring fibers (read as 16-byte vectors); in between, 32/s runs of s.
+// Fibers of a pass. Fiber f = hi·s + lo (hi < N/(p·s), lo < s) holds elements hi·p·s + a·s + lo.
+// For s = 1 a thread owns whole fibers (p contiguous floats, 16-byte vectors); for s > 1 groups of
+// G = min(32/p, 4) fibers with consecutive lo, so that element a of a group is one G-float vector
+// (small_pass). Either way a warp's lanes own consecutive fibers or groups.
 // Banks. Element e of a tile sits at swz(e): its 16-byte chunk within a 128-byte row r = e/32 is
 // XORed with h(r) = (r mod 8) ^ 4·(bit 3 of r). A Python model of the three access kinds
 // (tools/diag/kron_small_banks.py:
@@ -100,24 +100,61 @@ SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, in
   }
 }
 
+/// G consecutive floats from / to shared memory (G = 1, 2 or 4; 16-byte aligned for 4, 8 for 2).
+template <int G>
+SK_KRON_FN void lds_g(const float* p, float* o) {
+  if constexpr (G == 4) {
+    lds4(p, o);
+  } else if constexpr (G == 2) {
+#if defined(__CUDA_ARCH__)
+    const float2 t = *reinterpret_cast<const float2*>(p);
+    o[0] = t.x; o[1] = t.y;
+#else
+    o[0] = p[0]; o[1] = p[1];
+#endif
+  } else {
+    o[0] = *p;
+  }
+}
+
+template <int G>
+SK_KRON_FN void sts_g(float* p, const float* v) {
+  if constexpr (G == 4) {
+    sts4(p, v[0], v[1], v[2], v[3]);
+  } else if constexpr (G == 2) {
+#if defined(__CUDA_ARCH__)
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+#else
+    p[0] = v[0]; p[1] = v[1];
+#endif
+  } else {
+    *p = v[0];
+  }
+}
+
 /// One pass of mode t (factor width P) over the thread's fibers of its row: in place in `buf`, or
 /// (final pass) into Y.
+/// Which fibers. s = 1 (the last mode): fiber f = tau + v·T, its p floats contiguous, read and
+/// written as 16-byte vectors. s > 1 (s ≥ 4): G = min(32/p, 4) fibers with consecutive lo per
+/// vector, f = G·(tau + g·T) + u, so that element a of the G fibers is one G-float vector (the
+/// bank model covers these maps too).
 /// Addresses: swz is linear over GF(2) (an XOR of bit fields) and a fiber's elements e = base | a·s
 /// have disjoint bits (base's bits [log2 s, log2(p·s)) are zero), so swz(e) = swz(base) ^ swz(a·s):
-/// one XOR per element with a per-pass constant (uniform across the warp), instead of the five
-/// integer instructions of swz itself. The row offset row·N sits above every bit swz touches.
+/// one XOR per element (or vector) with a per-pass constant, instead of the integer instructions of
+/// swz itself. The row offset row·N sits above every bit swz touches.
 template <int P>
 SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
                            bool final_pass) {
   constexpr int V = kSmallE / P;
+  constexpr int G = V < 4 ? V : 4;
+  constexpr int LP = ilog2c(P), LG = ilog2c(G);
   const SmallMode& md = a.md[t];
   const int ls = md.ls;  // log2 s
-  constexpr int LP = ilog2c(P);
   const int lT = a.ln - 5;  // log2 threads per row
   const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
   // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
   // fiber's (the buffer's own address then adds in the load's addressing).
-  int d[P];  // 4·swz(i·s): fiber element i (scalar path; the vector path's vector k is at 16·k)
+  int d[P];  // 4·swz(i·s): fiber element i (s > 1; with s = 1, vector k is at 16·k)
   d[0] = 0;
   SK_KRON_UNROLL
   for (int i = 1; i < P; ++i)  // linear: d[i] = d[i without its lowest bit] ^ d[that bit]
@@ -127,18 +164,28 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
   // Fiber f = hi·s + lo starts at element hi·p·s + lo: f with LP zero bits inserted at bit ls.
   const int lo_mask = (1 << ls) - 1, hi_mask = ~((1 << (ls + LP)) - 1);
   float x[V][P];
-  int base[V], pb[V];
-  SK_KRON_UNROLL
-  for (int v = 0; v < V; ++v) {
-    const int f = tau + (v << lT);  // 32·(v·W + w) + lane
-    base[v] = (f & lo_mask) | ((f << LP) & hi_mask);
-    pb[v] = ((row << a.ln) + small_swz(base[v])) << 2;
-    if (ls == 0) {
+  int base[V], pb[V];  // per fiber (s = 1) or per group of G fibers (s > 1: entries 0 … V/G − 1)
+  if (ls == 0) {
+    SK_KRON_UNROLL
+    for (int v = 0; v < V; ++v) {
+      base[v] = (tau + (v << lT)) << LP;
+      pb[v] = ((row << a.ln) + small_swz(base[v])) << 2;
       SK_KRON_UNROLL
       for (int k = 0; k < P / 4; ++k) lds4(reinterpret_cast<const float*>(bb + (pb[v] ^ (16 * k))), &x[v][4 * k]);
-    } else {
+    }
+  } else {
+    SK_KRON_UNROLL
+    for (int g = 0; g < V / G; ++g) {
+      const int f = (tau + (g << lT)) << LG;
+      base[g] = (f & lo_mask) | ((f << LP) & hi_mask);
+      pb[g] = ((row << a.ln) + small_swz(base[g])) << 2;
       SK_KRON_UNROLL
-      for (int i = 0; i < P; ++i) x[v][i] = *reinterpret_cast<const float*>(bb + (pb[v] ^ d[i]));
+      for (int i = 0; i < P; ++i) {
+        float v4[G];
+        lds_g<G>(reinterpret_cast<const float*>(bb + (pb[g] ^ d[i])), v4);
+        SK_KRON_UNROLL
+        for (int u = 0; u < G; ++u) x[g * G + u][i] = v4[u];
+      }
     }
   }
   float y[V][P];
@@ -159,28 +206,44 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
     }
   }
   if (!final_pass) {
-    SK_KRON_UNROLL
-    for (int v = 0; v < V; ++v) {
-      if (ls == 0) {
+    if (ls == 0) {
+      SK_KRON_UNROLL
+      for (int v = 0; v < V; ++v) {
         SK_KRON_UNROLL
         for (int k = 0; k < P / 4; ++k)
           sts4(reinterpret_cast<float*>(bw + (pb[v] ^ (16 * k))), y[v][4 * k], y[v][4 * k + 1], y[v][4 * k + 2],
                y[v][4 * k + 3]);
-      } else {
+      }
+    } else {
+      SK_KRON_UNROLL
+      for (int g = 0; g < V / G; ++g) {
         SK_KRON_UNROLL
-        for (int i = 0; i < P; ++i) *reinterpret_cast<float*>(bw + (pb[v] ^ d[i])) = y[v][i];
+        for (int i = 0; i < P; ++i) {
+          float v4[G];
+          SK_KRON_UNROLL
+          for (int u = 0; u < G; ++u) v4[u] = y[g * G + u][i];
+          sts_g<G>(reinterpret_cast<float*>(bw + (pb[g] ^ d[i])), v4);
+        }
       }
     }
     return;
   }
-  // Final pass (t = 0, hi = 0): Y[m, j·s + lo].
+  // Final pass (t = 0: s = N/p_0 ≥ 32, hi = 0): Y[m, j·s + lo], G consecutive lo per store.
   const long long m = tile * a.rows + row;
   if (m >= a.M) return;
   float* yr = a.y + m * a.ldy;
   SK_KRON_UNROLL
-  for (int v = 0; v < V; ++v) {
+  for (int g = 0; g < V / G; ++g) {
     SK_KRON_UNROLL
-    for (int i = 0; i < P; ++i) yr[base[v] + (i << ls)] = y[v][i];
+    for (int i = 0; i < P; ++i) {
+      float* o = yr + base[g] + (i << ls);
+      if (G == 4 && a.vec_y) {
+        stg4(o, y[g * G][i], y[g * G + 1][i], y[g * G + 2][i], y[g * G + 3][i]);
+      } else {
+        SK_KRON_UNROLL
+        for (int u = 0; u < G; ++u) o[u] = y[g * G + u][i];
+      }
+    }
   }
 }
 

@@ -210,7 +210,7 @@ def test_forward_kernels(device, fwd_kernel, batch, shapes):
     x, fs = _make(batch, shapes, torch.float32, device)
     plan = _fwd_plan(x, fs)
     small = all(p == q and p in (4, 8, 16, 32) for p, q in shapes) and 1024 <= math.prod(p for p, _ in shapes) <= 8192
-    assert ("kernel=small" in plan) == (fwd_kernel == "small" and small), plan
+    assert ("kernel=small" in plan) == (fwd_kernel == "small" and small), plan  # "small" takes p = 32 too
     if fwd_kernel == "new":
         assert "kernel=fast" in plan
     if fwd_kernel == "old":
@@ -277,11 +277,12 @@ def test_forward_kernel_choice(monkeypatch):
     _C.kron_set_forward_kernel("")  # the default: auto
     assert _C.kron_forward_kernel() == "auto"
     assert "kernel=fast" in _plan(1024, [(64, 64)] * 2)
-    assert "kernel=small" in _plan(1024, [(32, 32)] * 2)  # square, p <= 32, 1024 <= N <= 8192
-    assert "kernel=small" in _plan(1024, [(8, 8)] * 4)
+    assert "kernel=small" in _plan(1024, [(8, 8)] * 4)  # square, every p <= 16, 1024 <= N <= 8192
     assert "kernel=small" in _plan(1024, [(16, 16)] * 3)
-    assert "kernel=small" in _plan(1024, [(8, 8), (16, 16), (32, 32)])
-    assert "kernel=fast" in _plan(1024, [(32, 32), (32, 16)])  # not square: the register-tile kernel
+    assert "kernel=small" in _plan(1024, [(4, 4), (16, 16), (16, 16)])
+    assert "kernel=fast" in _plan(1024, [(32, 32)] * 2)  # p = 32: the register-tile kernel measured faster
+    assert "kernel=fast" in _plan(1024, [(8, 8), (16, 16), (32, 32)])
+    assert "kernel=small" not in _plan(1024, [(16, 16), (16, 8), (8, 8)])  # not square
     assert "kernel=fast" not in _plan(1024, [(16, 16), (16, 16)])  # N = 256: neither
     assert "kernel=small" not in _plan(1024, [(16, 16), (16, 16)])
     assert "kernel=small" not in _plan(64, [(32, 32)] * 3)  # N = 32768: past a block's rows
@@ -359,14 +360,15 @@ def test_forward_small(device, sel, batch, shapes):
 
 
 def test_forward_small_block_size():
-    """128 threads per block where 256-thread tiles would leave SMs without two each (the CPU plans
-    for a virtual GPU of 8 SMs), 256 otherwise; 8192-wide rows need 256."""
-    x, fs = _make(20, [(32, 32)] * 2, torch.float32, "cpu")
-    assert "kernel=small threads=128 rows=4 " in _fwd_plan(x, fs)
-    x, fs = _make(1024, [(32, 32)] * 2, torch.float32, "cpu")
-    assert "kernel=small threads=256 rows=8 " in _fwd_plan(x, fs)
-    x, fs = _make(3, [(32, 32), (16, 16), (16, 16)], torch.float32, "cpu")
-    assert "kernel=small threads=256 rows=1 " in _fwd_plan(x, fs)
+    """128 threads per block wherever a row fits (N <= 4096), 256 for 8192-wide rows."""
+    for batch, shapes, want in [(20, [(8, 8)] * 4, "threads=128 rows=1 "), (9, [(16, 16), (8, 8), (8, 8)], "threads=128 rows=4 "),
+                                (3, [(16, 16), (16, 16), (32, 32)], "threads=256 rows=1 ")]:
+        _C.kron_set_forward_kernel("small")
+        try:
+            x, fs = _make(batch, shapes, torch.float32, "cpu")
+            assert "kernel=small " + want in _fwd_plan(x, fs)
+        finally:
+            _C.kron_set_forward_kernel("")
 
 
 # --------------------------------------------------------------------------------------------
