@@ -156,6 +156,7 @@ struct SmallArgs {
   SmallMode md[kMaxFused];
   int ln = 0;                    ///< log2 N, N = Π p (a row of X and of Y)
   int rows = 1;                  ///< rows of X per tile (threads · 32 / N)
+  int pmax = 32;                 ///< the largest p (8, 16 or 32: which kernel instantiation runs)
   long long ntiles = 0;
   int off_x0 = 0, off_x1 = 0;    ///< the two tile buffers (floats, 16-byte aligned)
   int vec_x = 0;                 ///< 16-byte copies of X allowed (aligned base, ldx a multiple of 4)

@@ -175,6 +175,7 @@ detail::FastArgs fast_args(const Segment& seg, const Shapes& sh, const MatrixVie
 detail::SmallArgs small_args(const Segment& seg, const Shapes& sh, const MatrixView* factors) {
   detail::SmallArgs a;
   a.M = sh.M;
+  a.pmax = 8;  // raised to the largest p below
   a.nf = seg.count;
   int off = 0, ls = 0;
   for (int t = seg.count - 1; t >= 0; --t) {
@@ -186,6 +187,7 @@ detail::SmallArgs small_args(const Segment& seg, const Shapes& sh, const MatrixV
     md.ls = ls;
     md.f_off = off;
     off += md.p * md.p;
+    a.pmax = std::max(a.pmax, md.p);
     int lp = 0;
     while ((1 << lp) < md.p) ++lp;
     ls += lp;  // the next mode's stride s: × p (a power of two)

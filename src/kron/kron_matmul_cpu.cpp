@@ -131,7 +131,13 @@ void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem
 #endif
     for (long long b = 0; b < grid; ++b) {
       poison(sm);  // a read of anything the program did not write poisons its output
-      small_forward_program(a, ex, sm.data(), b, grid);
+      // the instantiation the GPU runs (see kron_small_fwd_f32.cu)
+      if (a.pmax <= 8)
+        small_forward_program<8>(a, ex, sm.data(), b, grid);
+      else if (a.pmax <= 16)
+        small_forward_program<16>(a, ex, sm.data(), b, grid);
+      else
+        small_forward_program<32>(a, ex, sm.data(), b, grid);
     }
   }
 }

@@ -530,8 +530,11 @@ bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& l
   const std::size_t smem = static_cast<std::size_t>(fel + 2 * rows * N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
   const long long ntiles = (M + rows - 1) / rows;
+  // Resident blocks: two of 256 threads or four of 128 (≤ 128 registers), half that with p = 32
+  // (see kron_small_fwd_f32.cu), and what shared memory allows.
+  const long long by_regs = (nt == kThreads ? 2 : 4) / (max_p > 16 ? 2 : 1);
   const long long per_sm =
-      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, nt == kThreads ? 2 : 4);
+      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
   seg.small = true;
   seg.small_threads = nt;
   seg.small_rows = static_cast<int>(rows);

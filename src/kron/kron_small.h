@@ -53,6 +53,9 @@ SK_KRON_HD int small_swz(int e) {
   return e ^ ((e >> 3) & 0x1c) ^ ((e >> 4) & 0x10);
 }
 
+/// Trailing zero bits of v > 0 (compile-time where v is).
+SK_KRON_HD constexpr int ctz_c(int v) { return (v & 1) != 0 ? 0 : 1 + ctz_c(v >> 1); }
+
 SK_KRON_FN int ilog2_rt(int v) {
   int l = 0;
   while ((1 << l) < v) ++l;
@@ -140,8 +143,8 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
 /// bank model covers these maps too).
 /// Addresses: swz is linear over GF(2) (an XOR of bit fields) and a fiber's elements e = base | a·s
 /// have disjoint bits (base's bits [log2 s, log2(p·s)) are zero), so swz(e) = swz(base) ^ swz(a·s):
-/// one XOR per element (or vector) with a per-pass constant, instead of the integer instructions of
-/// swz itself. The row offset row·N sits above every bit swz touches.
+/// one XOR per element (or vector) instead of the integer instructions of swz itself. The row
+/// offset row·N sits above every bit swz touches.
 template <int P>
 SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
                            bool final_pass) {
@@ -153,17 +156,18 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
   const int lT = a.ln - 5;  // log2 threads per row
   const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
   // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
-  // fiber's (the buffer's own address then adds in the load's addressing).
-  int d[P];  // 4·swz(i·s): fiber element i (s > 1; with s = 1, vector k is at 16·k)
-  d[0] = 0;
+  // fiber's (the buffer's own address then adds in the load's addressing). For s > 1 the elements
+  // go in Gray-code order, each address one basis XOR from the previous: bas[b] = 4·swz(2^b · s).
+  int bas[LP];
   SK_KRON_UNROLL
-  for (int i = 1; i < P; ++i)  // linear: d[i] = d[i without its lowest bit] ^ d[that bit]
-    d[i] = (i & (i - 1)) == 0 ? small_swz(i << ls) << 2 : d[i & (i - 1)] ^ d[i & -i];
+  for (int b = 0; b < LP; ++b) bas[b] = small_swz(1 << (ls + b)) << 2;
   const char* const bb = reinterpret_cast<const char*>(buf);
   char* const bw = reinterpret_cast<char*>(buf);
   // Fiber f = hi·s + lo starts at element hi·p·s + lo: f with LP zero bits inserted at bit ls.
   const int lo_mask = (1 << ls) - 1, hi_mask = ~((1 << (ls + LP)) - 1);
-  float x[V][P];
+  // Fiber v's element a is x[v / G][a][v % G] (and y likewise): the G fibers of a group sit in
+  // neighbouring registers for the G-float vectors of the s > 1 path.
+  float x[V / G][P][G];
   int base[V], pb[V];  // per fiber (s = 1) or per group of G fibers (s > 1: entries 0 … V/G − 1)
   if (ls == 0) {
     SK_KRON_UNROLL
@@ -171,7 +175,12 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
       base[v] = (tau + (v << lT)) << LP;
       pb[v] = ((row << a.ln) + small_swz(base[v])) << 2;
       SK_KRON_UNROLL
-      for (int k = 0; k < P / 4; ++k) lds4(reinterpret_cast<const float*>(bb + (pb[v] ^ (16 * k))), &x[v][4 * k]);
+      for (int k = 0; k < P / 4; ++k) {
+        float v4[4];
+        lds4(reinterpret_cast<const float*>(bb + (pb[v] ^ (16 * k))), v4);
+        SK_KRON_UNROLL
+        for (int u = 0; u < 4; ++u) x[v / G][4 * k + u][v % G] = v4[u];
+      }
     }
   } else {
     SK_KRON_UNROLL
@@ -180,20 +189,18 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
       base[g] = (f & lo_mask) | ((f << LP) & hi_mask);
       pb[g] = ((row << a.ln) + small_swz(base[g])) << 2;
       SK_KRON_UNROLL
-      for (int i = 0; i < P; ++i) {
-        float v4[G];
-        lds_g<G>(reinterpret_cast<const float*>(bb + (pb[g] ^ d[i])), v4);
-        SK_KRON_UNROLL
-        for (int u = 0; u < G; ++u) x[g * G + u][i] = v4[u];
+      for (int k = 0, ad = pb[g]; k < P; ++k) {
+        if (k > 0) ad ^= bas[ctz_c(k)];
+        lds_g<G>(reinterpret_cast<const float*>(bb + ad), x[g][k ^ (k >> 1)]);
       }
     }
   }
-  float y[V][P];
+  float y[V / G][P][G];
   const float* ft = sm + md.f_off;
   SK_KRON_UNROLL
   for (int j = 0; j < P; ++j) {
     SK_KRON_UNROLL
-    for (int v = 0; v < V; ++v) y[v][j] = 0.0f;
+    for (int v = 0; v < V; ++v) y[v / G][j][v % G] = 0.0f;
     SK_KRON_UNROLL
     for (int k = 0; k < P / 4; ++k) {
       float f4[4];
@@ -201,7 +208,7 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
       SK_KRON_UNROLL
       for (int v = 0; v < V; ++v) {
         SK_KRON_UNROLL
-        for (int u = 0; u < 4; ++u) y[v][j] += x[v][4 * k + u] * f4[u];
+        for (int u = 0; u < 4; ++u) y[v / G][j][v % G] += x[v / G][4 * k + u][v % G] * f4[u];
       }
     }
   }
@@ -211,18 +218,16 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
       for (int v = 0; v < V; ++v) {
         SK_KRON_UNROLL
         for (int k = 0; k < P / 4; ++k)
-          sts4(reinterpret_cast<float*>(bw + (pb[v] ^ (16 * k))), y[v][4 * k], y[v][4 * k + 1], y[v][4 * k + 2],
-               y[v][4 * k + 3]);
+          sts4(reinterpret_cast<float*>(bw + (pb[v] ^ (16 * k))), y[v / G][4 * k][v % G], y[v / G][4 * k + 1][v % G],
+               y[v / G][4 * k + 2][v % G], y[v / G][4 * k + 3][v % G]);
       }
     } else {
       SK_KRON_UNROLL
       for (int g = 0; g < V / G; ++g) {
         SK_KRON_UNROLL
-        for (int i = 0; i < P; ++i) {
-          float v4[G];
-          SK_KRON_UNROLL
-          for (int u = 0; u < G; ++u) v4[u] = y[g * G + u][i];
-          sts_g<G>(reinterpret_cast<float*>(bw + (pb[g] ^ d[i])), v4);
+        for (int k = 0, ad = pb[g]; k < P; ++k) {
+          if (k > 0) ad ^= bas[ctz_c(k)];
+          sts_g<G>(reinterpret_cast<float*>(bw + ad), y[g][k ^ (k >> 1)]);
         }
       }
     }
@@ -238,22 +243,31 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
     for (int i = 0; i < P; ++i) {
       float* o = yr + base[g] + (i << ls);
       if (G == 4 && a.vec_y) {
-        stg4(o, y[g * G][i], y[g * G + 1][i], y[g * G + 2][i], y[g * G + 3][i]);
+        stg4(o, y[g][i][0], y[g][i][1], y[g][i][2], y[g][i][3]);
       } else {
         SK_KRON_UNROLL
-        for (int u = 0; u < G; ++u) o[u] = y[g * G + u][i];
+        for (int u = 0; u < G; ++u) o[u] = y[g][i][u];
       }
     }
   }
 }
 
-template <class F>
+/// Calls f(IntC<p>) for p ≤ PMAX (the planner's largest p: a kernel holds only the passes it can
+/// run, so that the widest pass's registers and code do not weigh on products of narrow factors).
+template <int PMAX, class F>
 SK_KRON_FN void with_small_p(int p, F&& f) {
-  switch (p) {
-    case 4: f(IntC<4>{}); break;
-    case 8: f(IntC<8>{}); break;
-    case 16: f(IntC<16>{}); break;
-    default: f(IntC<32>{}); break;
+  if (p == 4) {
+    f(IntC<4>{});
+  } else if constexpr (PMAX >= 8) {
+    if (p == 8) {
+      f(IntC<8>{});
+    } else if constexpr (PMAX >= 16) {
+      if (p == 16) {
+        f(IntC<16>{});
+      } else if constexpr (PMAX >= 32) {
+        f(IntC<32>{});
+      }
+    }
   }
 }
 
@@ -272,7 +286,7 @@ SK_KRON_FN void small_store_t0(const SmallArgs& a, const float* buf, long long t
 }
 
 /// The block program. `Exec` as in kron_fast.h (phase: f(tid, regs) on every thread, then a barrier).
-template <class Exec>
+template <int PMAX, class Exec>
 SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* sm, long long block,
                                            long long grid) {
   using Regs = SmallRegs;
@@ -302,7 +316,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
           async_commit();
         }
         if (last && nf == 2 && a.t0 != nullptr) small_store_t0(a, cur, tile, tid, nt);
-        with_small_p(a.md[t].p, [&](auto pc) { small_pass<decltype(pc)::value>(a, t, tile, sm, cur, tid, last); });
+        with_small_p<PMAX>(a.md[t].p, [&](auto pc) { small_pass<decltype(pc)::value>(a, t, tile, sm, cur, tid, last); });
       });
       if (!last) ex.sync();
     }

@@ -12,18 +12,31 @@ namespace {
 
 /// Two 256-thread blocks per SM (≤ 128 registers: 32 inputs and 32 outputs per thread and pass,
 /// plus addresses), four of 128: the blocks' passes and copies overlap each other's barriers.
-template <int NT>
-__global__ void __launch_bounds__(NT, NT == 256 ? 2 : 4) kron_small_kernel(const __grid_constant__ SmallArgs a) {
+/// PMAX: the largest factor width the instantiation handles (8, 16 or 32; see with_small_p). With
+/// p = 32 a pass needs more than 128 registers without spills (32 inputs, 32 outputs, a factor
+/// row): half the blocks per SM there (the planner's grid follows).
+template <int NT, int PMAX>
+__global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)) kron_small_kernel(const __grid_constant__ SmallArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
   FastDeviceExec<SmallRegs> ex;
-  small_forward_program(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+  small_forward_program<PMAX>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+}
+
+template <int NT, int PMAX>
+void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
+  fast_opt_in_smem<kron_small_kernel<NT, PMAX>>(smem, device);
+  kron_small_kernel<NT, PMAX><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  SK_CUDA_CHECK_LAUNCH();
 }
 
 template <int NT>
 void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  fast_opt_in_smem<kron_small_kernel<NT>>(smem, device);
-  kron_small_kernel<NT><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
-  SK_CUDA_CHECK_LAUNCH();
+  if (a.pmax <= 8)
+    launch_small_p<NT, 8>(a, grid, smem, device, stream);
+  else if (a.pmax <= 16)
+    launch_small_p<NT, 16>(a, grid, smem, device, stream);
+  else
+    launch_small_p<NT, 32>(a, grid, smem, device, stream);
 }
 
 }  // namespace
