@@ -116,15 +116,19 @@ std::size_t matmul_backward_workspace_size(const MatmulBackwardParams& p);
 void matmul_backward(const MatmulBackwardParams& p, Stream stream);
 
 /// Which fused forward kernel fp32 products use when all their factors fuse into one group (every
-/// p, q ≤ 64; the register-tile kernel also needs every q to be a multiple of 4): "auto" (the
-/// default: the register-tile kernel where some p ≥ 32, the generic one where every p ≤ 16, as
-/// measured faster on an H200), "new" (the register-tile kernel wherever it fits: 8×8 or 4×4
-/// register tiles, a persistent grid, cp.async prefetch of the next tile) or "old" (the generic
-/// fused kernel that every other case runs). The environment variable
-/// SPARSEKERN_KRON_FWD=auto|old|new chooses it, read once at the first plan; set_forward_kernel overrides
-/// that for the process ("" reads the environment again). "new:tile=8|4,rows=N,stages=1|2,threads=256|128,
-/// grid=N" (any subset) also overrides the register-tile plan's choices where they fit (grid caps
-/// the persistent grid, so that small inputs give a block several tiles): measurement and test knobs.
+/// p, q ≤ 64; the register-tile kernel also needs every q to be a multiple of 4; the small-factor
+/// kernel square factors with every p ∈ {4, 8, 16, 32} and 1024 ≤ Π p ≤ 8192): "auto" (the
+/// default: the small-factor kernel where it fits and every p ≤ 16, else the register-tile kernel
+/// where some p ≥ 32, else the generic one, as measured faster on an H200), "small" (the
+/// small-factor kernel wherever it fits, factors of 32 included; else as auto), "new" (the
+/// register-tile kernel wherever it fits: 8×8 or 4×4 register tiles, a persistent grid, cp.async
+/// prefetch of the next tile) or "old" (the generic fused kernel that every other case runs). The
+/// environment variable SPARSEKERN_KRON_FWD=auto|old|new|small chooses it, read once at the first
+/// plan; set_forward_kernel overrides that for the process ("" reads the environment again).
+/// "new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N" (any subset) also overrides the
+/// register-tile plan's choices where they fit (grid caps the persistent grid, so that small
+/// inputs give a block several tiles), "small:threads=128|256,grid=N" the small-factor plan's:
+/// measurement and test knobs.
 /// For A/B measurements and tests; throws InvalidArgument for any other name. forward_kernel()
 /// returns the selection in the same syntax.
 void set_forward_kernel(const std::string& name);

@@ -192,7 +192,7 @@ void register_kron(nb::module_& m) {
   m.def(
       "kron_set_forward_kernel", [](const std::string& name) { kron::set_forward_kernel(name); },
       nb::arg("name"),
-      "choose the fused fp32 forward kernel for the process: \"auto\", \"old\", \"new\", or \"\" to read "
+      "choose the fused fp32 forward kernel for the process: \"auto\", \"old\", \"new\", \"small\", or \"\" to read "
       "SPARSEKERN_KRON_FWD again (A/B measurements and tests)");
   m.def(
       "kron_set_backward_kernel", [](const std::string& name) { kron::set_backward_kernel(name); },
@@ -202,7 +202,7 @@ void register_kron(nb::module_& m) {
   m.def("kron_backward_kernel", []() { return kron::backward_kernel(); },
         "the fused fp32 two-factor backward kernel in use: \"auto\", \"old\" or \"new\" (plus plan overrides)");
   m.def("kron_forward_kernel", []() { return kron::forward_kernel(); },
-        "the fused fp32 forward kernel in use: \"auto\", \"old\" or \"new\" (plus plan overrides)");
+        "the fused fp32 forward kernel in use: \"auto\", \"old\", \"new\" or \"small\" (plus plan overrides)");
   m.def(
       "kron_describe_plan",
       [](const AnyArray& x, const nb::sequence& factors, bool backward) {
