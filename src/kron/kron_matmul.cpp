@@ -217,6 +217,20 @@ bool vec_ok(const Run& r, const void* p, long long ld, long long chunk) {
   return aligned16(p) && ld % r.vec == 0 && chunk % r.vec == 0;
 }
 
+/// The X, Y and kept-T0 operands of the fp32 one-group forwards (FastArgs, SmallArgs).
+template <class Args>
+void fp32_io(const Run& r, Args& a, const void* in, long long ld_in, void* out, long long ld_out, void* t0) {
+  a.x = static_cast<const float*>(in);
+  a.ldx = ld_in;
+  a.y = static_cast<float*>(out);
+  a.ldy = ld_out;
+  a.vec_y = vec_ok(r, out, ld_out, 4) ? 1 : 0;
+  if (t0 != nullptr) {  // the register-tile backward's kept state (t0_bytes)
+    a.t0 = static_cast<float*>(t0);
+    a.ldt0 = r.sh.modes[0].p * r.sh.modes[1].q;
+  }
+}
+
 /// Applies the modes of `seg`: state `in` (M, L, s_in) → `out` (M, s_out, L).
 void segment_forward(const Run& r, const Segment& seg, const void* in, long long ld_in, void* out,
                      long long ld_out, void* t0 = nullptr) {
@@ -224,30 +238,14 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
   if (M == 0) return;
   if (seg.kind == SegKind::fused && seg.small) {  // fp32, L = 1: in is X, out is Y
     detail::SmallArgs a = small_args(seg, r.sh, r.factors);
-    a.x = static_cast<const float*>(in);
-    a.ldx = ld_in;
-    a.y = static_cast<float*>(out);
-    a.ldy = ld_out;
+    fp32_io(r, a, in, ld_in, out, ld_out, t0);
     a.vec_x = vec_ok(r, in, ld_in, 4) ? 1 : 0;
-    a.vec_y = vec_ok(r, out, ld_out, 4) ? 1 : 0;
-    if (t0 != nullptr) {  // the register-tile backward's kept state (t0_bytes)
-      a.t0 = static_cast<float*>(t0);
-      a.ldt0 = r.sh.modes[0].p * r.sh.modes[1].q;
-    }
     r.be->fused_forward_small(seg.small_threads, a, seg.grid, seg.smem, r.device, r.stream);
     return;
   }
   if (seg.kind == SegKind::fused && seg.fast) {  // fp32, L = 1: in is X, out is Y
     detail::FastArgs a = fast_args(seg, r.sh, r.factors);
-    a.x = static_cast<const float*>(in);
-    a.ldx = ld_in;
-    a.y = static_cast<float*>(out);
-    a.ldy = ld_out;
-    a.vec_y = vec_ok(r, out, ld_out, 4) ? 1 : 0;
-    if (t0 != nullptr) {  // the register-tile backward's kept state (t0_bytes)
-      a.t0 = static_cast<float*>(t0);
-      a.ldt0 = r.sh.modes[0].p * r.sh.modes[1].q;
-    }
+    fp32_io(r, a, in, ld_in, out, ld_out, t0);
     r.be->fused_forward_fast(seg.fast_tile, seg.fast_threads, a, seg.grid, seg.smem, r.device, r.stream);
     return;
   }

@@ -61,3 +61,34 @@ diag_bsr_bench() {
   python3 -m sparsekern.bench.bsr $OUT/bsr.json > $OUT/bsr_summary.txt 2>&1
   grep -E "ERROR" $OUT/bsr_bench_rows.txt | cut -c1-200 | head -4
 }
+# diag_kron_fwd_times LIMIT "BATCH P1,P2,... SEL" ...: device time of one kron forward per case under
+# the forward kernel selection SEL (tools/diag/kron_fwd_one.py --time), next to a copy of x.
+diag_kron_fwd_times() {
+  local lim=$1; shift
+  for c in "$@"; do
+    set -- $c
+    timeout $(cap $lim) python3 $R/tools/diag/kron_fwd_one.py $1 $2 $3 --time
+  done
+}
+# diag_kron_small_tests LIMIT: the kron CUDA tests of the forward kernels (small-factor, register-tile,
+# kept T0, selection).
+diag_kron_small_tests() {
+  timeout $(cap $1) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or forward_kernels or kept_t0 or forward_kernel_choice" > $OUT/kron_small_tests.txt 2>&1
+  echo "kron small cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"; grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
+}
+# diag_kron_small_sanitize LIMIT TOOL: compute-sanitizer TOOL (memcheck|racecheck) over
+# tools/diag/kron_small_check.py, its summary and the count of checked cases.
+diag_kron_small_sanitize() {
+  timeout $(cap $1) compute-sanitizer --tool $2 --error-exitcode 3 python3 $R/tools/diag/kron_small_check.py > $OUT/$2_small.txt 2>&1
+  echo "$2 exit $?: $(grep -E "RACECHECK SUMMARY|ERROR SUMMARY" $OUT/$2_small.txt | tail -1); $(grep -c ' ok$' $OUT/$2_small.txt) ok, $(grep -c WRONG $OUT/$2_small.txt) wrong"
+}
+# diag_ncu_kron_fwd LIMIT BATCH P1,P2,... SEL KERNEL_REGEX: ncu sections of one kron forward kernel
+# (a summary of its lines), then its stall-sampled SASS (top lines, tools/diag/ncu_stalls.py).
+diag_ncu_kron_fwd() {
+  local f=$OUT/ncu_fwd_$2_${3//,/x}_${4//[:=,]/_}
+  timeout $(cap $1) ncu --section SpeedOfLight --section WarpStateStats --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis_Tables --section LaunchStats --kernel-name regex:$5 --launch-skip 2 --launch-count 1 python3 $R/tools/diag/kron_fwd_one.py $2 $3 $4 > $f.txt 2>&1
+  echo "== fwd $2 $3 $4"
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|One or More Eligible|Executed Ipc A|Bank|bank|Grid Size|Block Size" $f.txt | sed 's/  */ /g' | cut -c1-200 | head -20
+  timeout $(cap $1) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:$5 --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass python3 $R/tools/diag/kron_fwd_one.py $2 $3 $4 > $f.src.csv 2>/dev/null
+  python3 $R/tools/diag/ncu_stalls.py $f.src.csv 10 | cut -c1-180
+}
