@@ -197,10 +197,10 @@ void register_kron(nb::module_& m) {
   m.def(
       "kron_set_backward_kernel", [](const std::string& name) { kron::set_backward_kernel(name); },
       nb::arg("name"),
-      "choose the fused fp32 two-factor backward kernel for the process: \"auto\", \"old\", \"new\", or \"\" "
-      "to read SPARSEKERN_KRON_BWD_KERNEL again (A/B measurements and tests)");
+      "choose the fused fp32 backward kernel for the process: \"auto\", \"old\", \"new\", \"small\" (the "
+      "small-factor backward, opt-in), or \"\" to read SPARSEKERN_KRON_BWD_KERNEL again (A/B measurements and tests)");
   m.def("kron_backward_kernel", []() { return kron::backward_kernel(); },
-        "the fused fp32 two-factor backward kernel in use: \"auto\", \"old\" or \"new\" (plus plan overrides)");
+        "the fused fp32 backward kernel in use: \"auto\", \"old\", \"new\" or \"small\" (plus plan overrides)");
   m.def("kron_forward_kernel", []() { return kron::forward_kernel(); },
         "the fused fp32 forward kernel in use: \"auto\", \"old\", \"new\" or \"small\" (plus plan overrides)");
   m.def(

@@ -170,6 +170,9 @@ void fast_forward_f32(int tile, int threads, const FastArgs& a, long long grid, 
 /// The fiber-per-thread fp32 forward for small square factors (kron_small.h, kron_small_fwd_f32.cu).
 void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::size_t smem, int device,
                        cudaStream_t stream);
+/// The fiber-per-thread fp32 backward for small square factors (kron_small_bwd.h, kron_small_bwd_f32.cu).
+void small_backward_f32(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, int device,
+                        cudaStream_t stream);
 /// The two-factor register-tile backward (kron_fast_bwd.h, kron_fast_bwd_f32.cu): tile 8 or 4.
 void fast_backward2_f32(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream);

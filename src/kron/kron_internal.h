@@ -165,6 +165,25 @@ struct SmallArgs {
   long long ldt0 = 0;
 };
 
+/// Arguments of the fiber-per-thread fused backward for small square factors (kron_small_bwd.h):
+/// fp32, one group over every mode, the forward's scope (small_eligible).
+struct SmallBwdArgs {
+  /// Modes, tile shape and X as for the forward (f_off: the transposed factor copies); y, ldy and
+  /// vec_y describe ∂ℓ/∂X (y null: not wanted).
+  SmallArgs a;
+  const float* g = nullptr;  long long ldg = 0;  ///< ∂ℓ/∂Y
+  int vec_g = 0;                                 ///< 16-byte copies of ∂ℓ/∂Y allowed
+  float* partial = nullptr;                      ///< block b: ∂ℓ/∂F_t (p × p, row-major) at b·part_stride + part_off[t]
+  long long part_stride = 0;
+  int part_off[kMaxFused] = {};
+  int want_f = 0;                                ///< bit t: ∂ℓ/∂F_t wanted
+  int f2_off[kMaxFused] = {};                    ///< the factors' plain (untransposed) copies (floats)
+  /// The pool of tile buffers (floats, 16-byte aligned): nf + 1 (nf + 2 for two modes), whose roles
+  /// (X, ∂ℓ/∂Y, the states) rotate from tile to tile (see kron_small_bwd.h).
+  int nbuf = 0;
+  int off_buf[8] = {};
+};
+
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
 struct FastBwdArgs {
   const float* x = nullptr;  long long ldx = 0;
@@ -269,6 +288,10 @@ struct Segment {
   bool small = false;
   int small_threads = 256;        ///< threads per block (256, or 128 when 256 leaves SMs idle)
   int small_rows = 1;             ///< rows of X per tile (threads · 32 / N)
+  // fused backward through the fiber-per-thread kernel (kron_small_bwd.h); small_threads and
+  // small_rows as above, smem / ntiles / grid the backward's own
+  bool small_bwd = false;
+  int small_nbuf = 0;             ///< tile buffers of the backward's pool
 };
 
 /// Shared-memory layout of the register-tile forward for a group of modes (see kron_fast.h).
@@ -342,6 +365,9 @@ class Backend {
   /// The fiber-per-thread fp32 forward for small square factors (kron_small.h), `threads` per block.
   virtual void fused_forward_small(int threads, const SmallArgs& a, long long grid, std::size_t smem, Device device,
                                    Stream stream) = 0;
+  /// The fiber-per-thread fp32 backward for small square factors (kron_small_bwd.h), `threads` per block.
+  virtual void fused_backward_small(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem,
+                                    Device device, Stream stream) = 0;
   /// The two-factor register-tile fp32 backward (kron_fast_bwd.h), `tile` × `tile` step tiles (8 or 4).
   virtual void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                                    Stream stream) = 0;

@@ -285,6 +285,53 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
   const long long M = r.sh.M;
   const std::size_t as = detail::acc_size(r.dtype);
   auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
+  if (seg.kind == SegKind::fused && seg.small_bwd) {  // fp32, one group: x is X, g is ∂ℓ/∂Y
+    detail::SmallBwdArgs a;
+    a.a = small_args(seg, r.sh, r.factors);
+    fp32_io(r, a.a, x, ldx, gx, ldgx, nullptr);
+    a.a.vec_x = vec_ok(r, x, ldx, 4) ? 1 : 0;
+    a.a.vec_y = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
+    a.g = static_cast<const float*>(g);
+    a.ldg = ldg;
+    a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
+    a.partial = reinterpret_cast<float*>(partial);
+    a.part_stride = seg.part_stride;
+    // Shared memory after the transposed copies (small_args: they end at a.off_x0): the plain
+    // copies, then the pool of tile buffers.
+    int off = a.a.off_x0, part = 0;
+    for (int t = 0; t < seg.count; ++t) {
+      const int p = static_cast<int>(r.sh.modes[t].p);
+      a.f2_off[t] = off;
+      off += p * p;
+      a.part_off[t] = part;
+      part += p * p;
+      if (wants(t)) a.want_f |= 1 << t;
+    }
+    const int tile = seg.small_rows << a.a.ln;
+    a.nbuf = seg.small_nbuf;
+    SK_EXPECTS(a.nbuf >= 3 && a.nbuf <= 8, "kron: bad small-factor backward plan (", a.nbuf, " buffers)");
+    for (int k = 0; k < a.nbuf; ++k) {
+      a.off_buf[k] = off;
+      off += tile;
+    }
+    SK_EXPECTS(static_cast<std::size_t>(off) * sizeof(float) <= seg.smem, "kron: the small-factor backward's "
+               "shared memory (", off * sizeof(float), " bytes) exceeds its plan's ", seg.smem);
+    if (seg.ntiles > 0) r.be->fused_backward_small(seg.small_threads, a, seg.grid, seg.smem, r.device, r.stream);
+    detail::ReduceBatch rb;
+    for (int t = 0; t < seg.count; ++t) {
+      if (!wants(t)) continue;
+      ReduceDesc& rd = rb.d[rb.n++];
+      rd.partial = partial + static_cast<std::size_t>(a.part_off[t]) * sizeof(float);
+      rd.count = seg.ntiles > 0 ? seg.grid : 0;
+      rd.stride = seg.part_stride;
+      rd.p = rd.q = static_cast<int>(r.sh.modes[t].p);
+      rd.out = grad_factors[t].data;
+      rd.out_rs = grad_factors[t].row_stride;
+      rd.out_cs = grad_factors[t].col_stride;
+    }
+    if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+    return;
+  }
   if (seg.kind == SegKind::fused && seg.fast) {  // two modes, fp32, L = 1: x is X, g is ∂ℓ/∂Y
     // T0 kept by the forward: its own plan (fewer buffers, so possibly more rows or two stages).
     const bool kept = t0 != nullptr;
@@ -685,6 +732,10 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
                         " tiles=", seg.ntiles, " grid=", seg.grid, "; with T0 kept: regs=", seg.kept_tile, "x",
                         seg.kept_tile, " rows=", seg.kept_chunks, " stages=", seg.kept_nstage, " smem=", seg.kept_smem,
                         " tiles=", seg.kept_ntiles, " grid=", seg.kept_grid, ka.alias ? " alias" : ""));
+    } else if (seg.kind == SegKind::fused && seg.small_bwd) {
+      append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small-bwd threads=", seg.small_threads,
+                        " rows=", seg.small_rows, " bufs=", seg.small_nbuf, " smem=", seg.smem,
+                        " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused && seg.small) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small threads=", seg.small_threads,
                         " rows=", seg.small_rows, " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));

@@ -3,6 +3,8 @@
 // so every CPU test also checks the GPU kernels' tiling and index arithmetic. cuBLAS steps become
 // plain loops over the same strided views.
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "kron_fast.h"
 #include "kron_fast_bwd.h"
 #include "kron_small.h"
+#include "kron_small_bwd.h"
 #include "kron_internal.h"
 #include "kron_tile.h"
 
@@ -78,17 +81,31 @@ void run_fused(bool backward, const FusedArgs& a, long long grid, std::size_t sm
   }
 }
 
+/// Whether the emulated threads of a phase run in reverse order (SPARSEKERN_KRON_EMU_ORDER=reverse,
+/// read per block program): a phase whose threads depend on each other (a read of what another
+/// thread writes in the same phase, a race on the GPU) then computes something else, so running
+/// the tests both ways exposes it without a GPU.
+bool emu_reverse() {
+  const char* v = std::getenv("SPARSEKERN_KRON_EMU_ORDER");
+  return v != nullptr && std::string(v) == "reverse";
+}
+
 /// HostExec for the register-tile program: one register file per emulated thread, kept across
 /// phases as the GPU keeps it across barriers.
 template <class Regs>
 struct HostExecRegs {
   int nt = kThreads;
+  bool reverse = false;
   std::vector<Regs> regs;
-  explicit HostExecRegs(int threads) : nt(threads), regs(static_cast<std::size_t>(threads)) {}
+  explicit HostExecRegs(int threads) : nt(threads), reverse(emu_reverse()), regs(static_cast<std::size_t>(threads)) {}
   int nthreads() const { return nt; }
   template <class F>
   void phase(F&& f) {
-    for (int t = 0; t < nt; ++t) f(t, regs[t]);
+    if (reverse) {
+      for (int t = nt - 1; t >= 0; --t) f(t, regs[t]);
+    } else {
+      for (int t = 0; t < nt; ++t) f(t, regs[t]);
+    }
   }
   template <class F>
   void phase_nosync(F&& f) {
@@ -138,6 +155,31 @@ void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem
         small_forward_program<16>(a, ex, sm.data(), b, grid);
       else
         small_forward_program<32>(a, ex, sm.data(), b, grid);
+    }
+  }
+}
+
+void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
+  const std::size_t n = smem / sizeof(float) + 1;
+  const double work = static_cast<double>(a.a.M) * static_cast<double>(1LL << a.a.ln) * a.a.nf * 48.0;
+#if defined(_OPENMP)
+#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#endif
+  {
+    std::vector<float> sm(n);
+    HostExecRegs<SmallBwdRegs> ex(threads);
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+    for (long long b = 0; b < grid; ++b) {
+      poison(sm);  // a read of anything the program did not write poisons its output
+      // the instantiation the GPU runs (see kron_small_bwd_f32.cu)
+      if (a.a.pmax <= 8)
+        small_backward_program<8>(a, ex, sm.data(), b, grid);
+      else if (a.a.pmax <= 16)
+        small_backward_program<16>(a, ex, sm.data(), b, grid);
+      else
+        small_backward_program<32>(a, ex, sm.data(), b, grid);
     }
   }
 }
@@ -251,6 +293,10 @@ class CpuBackend final : public Backend {
   void fused_forward_small(int threads, const SmallArgs& a, long long grid, std::size_t smem, Device,
                            Stream) override {
     run_small(threads, a, grid, smem);
+  }
+  void fused_backward_small(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, Device,
+                            Stream) override {
+    run_small_bwd(threads, a, grid, smem);
   }
   void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math, Workspace, Device, Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] {

@@ -162,6 +162,12 @@ class CudaBackend final : public Backend {
     small_forward_f32(threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
   }
 
+  void fused_backward_small(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, Device device,
+                            Stream stream) override {
+    sparsekern::detail::DeviceGuard guard(device.index);
+    small_backward_f32(threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
+  }
+
   void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                            Stream stream) override {
     sparsekern::detail::DeviceGuard guard(device.index);

@@ -61,6 +61,14 @@
 //                               at each the most rows, two input stages before one at equal rows
 //   kept T0                   → planned separately (fewer buffers, G1 over the stage's copies of
 //                               ∂ℓ/∂Y): with (32 ⊗ 32) and (64 ⊗ 64) it fits two blocks per SM
+//
+// fp32 backward of the small-factor forward's products (the fiber-per-thread backward of
+// kron_small_bwd.h; SPARSEKERN_KRON_BWD_KERNEL=small only, not yet measured on a GPU):
+//   threads, rows per tile      → as the small-factor forward's
+//   shared memory               → both factor copies and n + 1 tiles (X, ∂ℓ/∂Y, n − 1 states; the
+//                                 next tile loads into the first two states that die; two modes
+//                                 add a spare tile): 8⊗8⊗8⊗8 five 16 KB tiles, two blocks per SM
+//   grid                        → persistent, as many blocks as are resident at once
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -548,6 +556,46 @@ bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& l
   return true;
 }
 
+/// Fills seg's small_* and small_bwd fields when the fiber-per-thread backward (kron_small_bwd.h)
+/// takes these modes (the forward's scope; selected by SPARSEKERN_KRON_BWD_KERNEL=small only: not
+/// yet measured against the other backwards); false otherwise. Threads as the forward's; shared
+/// memory: both factor copies and a pool of n + 1 tiles (n + 2 for two modes: X, ∂ℓ/∂Y, the states
+/// S⁽¹⁾ … S⁽ⁿ⁻¹⁾, and the next tile's inputs in the first states that die).
+bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
+                    Segment& seg) {
+  if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
+  const long long n = static_cast<long long>(modes.size());
+  long long N = 1, fel = 0, max_p = 1;
+  for (const ModeDims& d : modes) {
+    N *= d.p;
+    fel += d.p * d.p;
+    max_p = std::max(max_p, d.p);
+  }
+  int nt = sel.threads != 0 ? sel.threads : 128;
+  if (N > 32LL * nt) nt = kThreads;
+  const long long rows = 32LL * nt / N;
+  if (rows < 1) return false;
+  const long long nbuf = n + 1 + (n == 2 ? 1 : 0);
+  const std::size_t smem = static_cast<std::size_t>(2 * fel + nbuf * rows * N) * sizeof(float);
+  if (smem > lim.smem_block_max) return false;
+  const long long by_regs = (nt == kThreads ? 2 : 4) / (max_p > 16 ? 2 : 1);
+  const long long per_sm =
+      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
+  const long long ntiles = (M + rows - 1) / rows;
+  seg.small_bwd = true;
+  seg.small_threads = nt;
+  seg.small_rows = static_cast<int>(rows);
+  seg.small_nbuf = static_cast<int>(nbuf);
+  seg.smem = smem;
+  seg.tm = static_cast<int>(rows);
+  seg.tl = 1;
+  seg.tiles_l = 1;
+  seg.ntiles = ntiles;
+  seg.grid = std::min<long long>(ntiles, per_sm * lim.num_sms);
+  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
+  return true;
+}
+
 }  // namespace
 
 bool small_eligible(const std::vector<ModeDims>& modes) {
@@ -676,10 +724,15 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   const std::size_t es = dtype_size(dtype), as = acc_size(dtype);
   // A two-factor fp32 backward that the register-tile kernel takes is one group whatever the
   // traffic estimate below says of the generic kernel's groupings.
+  // Likewise the small-factor backward when selected (SPARSEKERN_KRON_BWD_KERNEL=small).
   bool fast_bwd = false;
   if (backward && dtype == DType::f32 && M >= 1 && fast_bwd_eligible(modes) && backward_select().kernel >= 1) {
     FastBwdArgs a;
     fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
+  }
+  if (backward && dtype == DType::f32 && M >= 1 && backward_select().kernel == 3) {
+    Segment probe;
+    if (plan_small_bwd(modes, M, lim, backward_select(), probe)) fast_bwd = true;
   }
 
   // Group the modes. Every grouping does the same arithmetic (modes always apply last to first),
@@ -748,7 +801,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       // Two modes in one group, fp32: the register-tile backward when selected and it fits.
       if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
         const FwdSelect sel = backward_select();
-        if (sel.kernel >= 1) plan_fast_bwd(modes, M, lim, sel, seg);
+        const bool small = sel.kernel == 3 && plan_small_bwd(modes, M, lim, sel, seg);
+        if (!small && sel.kernel >= 1) plan_fast_bwd(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
       }
     } else {
       seg.grid = std::min<long long>(seg.ntiles, 1LL << 30);

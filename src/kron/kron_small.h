@@ -77,18 +77,22 @@ SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int n
 /// Starts the copy of tile `tile` (rows tile·R …) of X into `buf` (rows past M zero-filled). A
 /// block sweeps a row in steps of 4·nt floats (≤ N), thread tid at offset 4·tid of each step; the
 /// step offsets' bits lie above 4·tid's, so the swizzle splits: swz(e0 + k·step) = swz(e0) ^ swz(k·step).
-SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, int tid, int nt) {
+/// small_issue_rows: the same for another M × N operand (x, row stride ld, vec: 16-byte copies
+/// allowed); kFwd reads X's from `a` instead (the forward's call: the SASS stays as it was measured).
+template <bool kFwd = false>
+SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long ld, int vec, float* buf,
+                                 long long tile, int tid, int nt) {
   const int step = nt << 2, e0 = tid << 2, per_row = (1 << a.ln) / step;
   const int s0 = small_swz(e0);
   const long long m0 = tile * a.rows;
   for (int r = 0; r < a.rows; ++r) {
     const long long m = m0 + r;
     const bool valid = m < a.M;
-    const float* src = a.x + (valid ? m : 0) * a.ldx + e0;
+    const float* src = (kFwd ? a.x : x) + (valid ? m : 0) * (kFwd ? a.ldx : ld) + e0;
     float* const drow = buf + (r << a.ln);
     for (int k = 0; k < per_row; ++k, src += step) {
       float* const dst = drow + (s0 ^ small_swz(k * step));
-      if (a.vec_x) {
+      if (kFwd ? a.vec_x != 0 : vec != 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
         const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(valid ? 16 : 0)
@@ -101,6 +105,10 @@ SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, in
       }
     }
   }
+}
+
+SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, int tid, int nt) {
+  small_issue_rows<true>(a, nullptr, 0, 0, buf, tile, tid, nt);
 }
 
 /// G consecutive floats from / to shared memory (G = 1, 2 or 4; 16-byte aligned for 4, 8 for 2).
@@ -145,9 +153,15 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
 /// have disjoint bits (base's bits [log2 s, log2(p·s)) are zero), so swz(e) = swz(base) ^ swz(a·s):
 /// one XOR per element (or vector) instead of the integer instructions of swz itself. The row
 /// offset row·N sits above every bit swz touches.
-template <int P>
-SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
-                           bool final_pass) {
+/// This is small_pass_io, the general form (small_pass below is the forward's): the factor copy at
+/// `f_off` (the backward's pull-back passes read the
+/// untransposed copy, which makes the pass y[a] = Σ_j F[a, j] · x[j]), the results written to
+/// `dst` (same layout; dst = buf: in place) or, in a final pass, to `out` (row stride ldo, vec_o:
+/// 16-byte stores allowed). kFwd (the forward's call) reads these from `a` instead: the forward's
+/// SASS stays exactly as it was measured (session 11 compared it).
+template <int P, bool kFwd = false>
+SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long tile, const float* sm, const float* buf,
+                              float* dst, int tid, bool final_pass, float* out, long long ldo, int vec_o) {
   constexpr int V = kSmallE / P;
   constexpr int G = V < 4 ? V : 4;
   constexpr int LP = ilog2c(P), LG = ilog2c(G);
@@ -162,7 +176,7 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
   SK_KRON_UNROLL
   for (int b = 0; b < LP; ++b) bas[b] = small_swz(1 << (ls + b)) << 2;
   const char* const bb = reinterpret_cast<const char*>(buf);
-  char* const bw = reinterpret_cast<char*>(buf);
+  char* const bw = kFwd ? const_cast<char*>(bb) : reinterpret_cast<char*>(dst);
   // Fiber f = hi·s + lo starts at element hi·p·s + lo: f with LP zero bits inserted at bit ls.
   const int lo_mask = (1 << ls) - 1, hi_mask = ~((1 << (ls + LP)) - 1);
   // Fiber v's element a is x[v / G][a][v % G] (and y likewise): the G fibers of a group sit in
@@ -196,7 +210,7 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
     }
   }
   float y[V / G][P][G];
-  const float* ft = sm + md.f_off;
+  const float* ft = sm + (kFwd ? md.f_off : f_off);
   SK_KRON_UNROLL
   for (int j = 0; j < P; ++j) {
     SK_KRON_UNROLL
@@ -236,13 +250,13 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
   // Final pass (t = 0: s = N/p_0 ≥ 32, hi = 0): Y[m, j·s + lo], G consecutive lo per store.
   const long long m = tile * a.rows + row;
   if (m >= a.M) return;
-  float* yr = a.y + m * a.ldy;
+  float* yr = kFwd ? a.y + m * a.ldy : out + m * ldo;
   SK_KRON_UNROLL
   for (int g = 0; g < V / G; ++g) {
     SK_KRON_UNROLL
     for (int i = 0; i < P; ++i) {
       float* o = yr + base[g] + (i << ls);
-      if (G == 4 && a.vec_y) {
+      if (G == 4 && (kFwd ? a.vec_y : vec_o)) {
         stg4(o, y[g][i][0], y[g][i][1], y[g][i][2], y[g][i][3]);
       } else {
         SK_KRON_UNROLL
@@ -250,6 +264,12 @@ SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const floa
       }
     }
   }
+}
+
+template <int P>
+SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
+                           bool final_pass) {
+  small_pass_io<P, true>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0, 0);
 }
 
 /// Calls f(IntC<p>) for p ≤ PMAX (the planner's largest p: a kernel holds only the passes it can

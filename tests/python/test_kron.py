@@ -519,6 +519,121 @@ def test_backward_kernel_choice(monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
+# The fiber-per-thread backward for small square factors (SPARSEKERN_KRON_BWD_KERNEL=small;
+# kron_small_bwd.h)
+# --------------------------------------------------------------------------------------------
+def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
+    _C.kron_set_backward_kernel(sel)
+    try:
+        x, fs = _make(batch, shapes, torch.float32, device)
+        plan = _plan(batch, shapes, backward=True, device=device)
+        assert "kernel=small-bwd" in plan, plan
+        N = math.prod(p for p, _ in shapes)
+        threads = 128 if "threads=256" not in sel and N <= 4096 else 256
+        assert f"threads={threads} rows={threads * 32 // N} " in plan, plan
+        if "grid=" in sel:
+            tiles = -(-batch // (threads * 32 // N))
+            assert f" grid={min(int(sel.split('grid=')[1]), tiles)}" in plan, plan
+        g = randn(batch, N, device=device)
+        gx, gfs = _native_backward(x, fs, g, want_x, want)
+        assert (gx is None) == (not want_x)
+        _check_backward(x, fs, g, gx, gfs, device)
+    finally:
+        _C.kron_set_backward_kernel("")
+
+
+@pytest.mark.parametrize("sel", ["small", "small:threads=256,grid=2", "small:grid=3"])
+@pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
+def test_backward_small(device, sel, batch, shapes):
+    """∂ℓ/∂x and every ∂ℓ/∂F against float64 (buffers poisoned first): every factor size, mixed
+    sizes, 2 to 5 factors, both block sizes, a few blocks with several tiles each (the persistent
+    loop, the next tile's copy, the per-thread sums across tiles)."""
+    _small_bwd_case(device, sel, batch, shapes)
+
+
+@pytest.mark.parametrize("sel", ["small", "small:grid=3"])
+@pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[2], SMALL_SHAPES[4], SMALL_SHAPES[9]])
+def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
+    """The CPU emulation with each phase's threads in reverse order: a phase in which one thread
+    reads what another writes (a race on the GPU) computes something else in one of the orders."""
+    if device != "cpu":
+        pytest.skip("the thread order of the CPU emulation")
+    monkeypatch.setenv("SPARSEKERN_KRON_EMU_ORDER", "reverse")
+    _small_bwd_case(device, sel, batch, shapes)
+
+
+@pytest.mark.parametrize("want_x,want", [(False, [True, True, True]), (True, [False, False, False]),
+                                         (True, [False, True, False]), (False, [False, False, True]),
+                                         (False, [True, False, False])])
+def test_backward_small_partial(device, want_x, want):
+    """Only some gradients wanted: the others untouched (None), the wanted ones right."""
+    _small_bwd_case(device, "small:grid=2", 13, [(8, 8), (16, 16), (8, 8)], want_x, want)
+
+
+def test_backward_small_strided(device):
+    """Rows of x, ∂ℓ/∂y and ∂ℓ/∂x with strides that are not multiples of 4 floats and 4-byte
+    offsets (no 16-byte vectors), transposed factors, gradients of the factors into strided views."""
+    batch, shapes = 11, [(16, 16), (8, 8), (8, 8)]
+    N = 1024
+    _C.kron_set_backward_kernel("small")
+    try:
+        assert "kernel=small-bwd" in _plan(batch, shapes, backward=True, device=device)
+        x = randn(batch, N + 3, device=device)[:, 1:N + 1]
+        fs = [randn(q, p, device=device).mT for p, q in shapes]
+        g = randn(batch, N + 5, device=device)[:, 3:N + 3]
+        gbuf = torch.full((batch, N + 1), float("nan"), device=device)
+        gx = gbuf[:, 1:]
+        gfs = [torch.full((q, p), float("nan"), device=device).mT for p, q in shapes]
+
+        def alloc(n):
+            buf = torch.full((n,), 255, dtype=torch.uint8, device=device)
+            return buf.data_ptr(), n, buf
+
+        _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
+                                [as_dlpack(t) for t in gfs], alloc)
+        _check_backward(x, fs, g, gx, gfs, device)
+        assert torch.isnan(gbuf[:, 0]).all()  # nothing written outside ∂ℓ/∂x
+    finally:
+        _C.kron_set_backward_kernel("")
+
+
+def test_backward_small_choice():
+    """Only SPARSEKERN_KRON_BWD_KERNEL=small takes the small-factor backward, and only where the
+    small-factor forward could run, with n + 1 tile buffers (n + 2 for two factors); other products
+    keep their kernels under "small"."""
+    _C.kron_set_backward_kernel("")
+    try:
+        assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 4, backward=True)
+        assert "kernel=regtile-bwd" in _plan(1024, [(32, 32)] * 2, backward=True)
+        _C.kron_set_backward_kernel("small")
+        assert _C.kron_backward_kernel() == "small"
+        assert "kernel=small-bwd threads=128 rows=1 bufs=5 " in _plan(1024, [(8, 8)] * 4, backward=True)
+        assert "kernel=small-bwd threads=128 rows=4 bufs=4 " in _plan(1024, [(32, 32)] * 2, backward=True)
+        assert "kernel=small-bwd threads=256 rows=1 bufs=4 " in _plan(64, [(16, 16), (16, 16), (32, 32)], backward=True)
+        assert "kernel=small-bwd threads=128 rows=1 bufs=7 " in _plan(64, [(4, 4)] * 6, backward=True)
+        assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 4)  # forward plan
+        assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 4, torch.float64, backward=True)
+        assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 3, backward=True)  # N = 512
+        assert "kernel=small-bwd" not in _plan(1024, [(8, 8), (8, 12), (16, 16)], backward=True)  # not square
+        assert "kernel=regtile-bwd" in _plan(1024, [(64, 64)] * 2, backward=True)  # p = 64: as auto
+    finally:
+        _C.kron_set_backward_kernel("")
+
+
+def test_backward_small_autograd(device):
+    """Through kron_matmul's autograd with the small-factor backward selected."""
+    _C.kron_set_backward_kernel("small")
+    try:
+        x, fs = _make(19, [(8, 8), (8, 8), (16, 16)], torch.float32, device, grad=True)
+        y = kron_matmul(x, fs)
+        g = randn(*y.shape, device=device)
+        y.backward(g)
+        _check_backward(x.detach(), [f.detach() for f in fs], g, x.grad, [f.grad for f in fs], device)
+    finally:
+        _C.kron_set_backward_kernel("")
+
+
+# --------------------------------------------------------------------------------------------
 # Backward
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)

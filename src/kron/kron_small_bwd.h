@@ -1,0 +1,217 @@
+#pragma once
+// Fiber-per-thread fused backward for small square factors (fp32, one group over every mode, the
+// forward's scope: small_eligible): the block program shared by the CUDA kernel
+// (kron_small_bwd_f32.cu) and the CPU backend's emulation (kron_matmul_cpu.cpp). It reuses the
+// forward's passes (kron_small.h); selected by SPARSEKERN_KRON_BWD_KERNEL=small only.
+//
+// What a tile of R rows computes. With S⁽ᵗ⁾ = X ×₀ F₀ … ×ₜ₋₁ Fₜ₋₁ (the modes before t applied;
+// S⁽⁰⁾ = X) and H⁽ᵗ⁾ = ∂ℓ/∂Y ×ₙ₋₁ Fₙ₋₁ᵀ … ×ₜ₊₁ Fₜ₊₁ᵀ (the modes after t pulled back; H⁽ⁿ⁻¹⁾ = ∂ℓ/∂Y),
+// mode products on different modes commute, so
+//   ∂ℓ/∂Fₜ[a, j] = Σ over the rows and the fibers of mode t of S⁽ᵗ⁾[…, a, …] · H⁽ᵗ⁾[…, j, …],
+//   ∂ℓ/∂X = H⁽⁰⁾ ×₀ F₀ᵀ.
+// The program: load the tile's X and ∂ℓ/∂Y; n−1 forward passes S⁽¹⁾ … S⁽ⁿ⁻¹⁾, each into its own
+// buffer (they are consumed in the opposite order); then for t = n−1 … 0 a contraction pass (∂ℓ/∂Fₜ
+// += the tile's sum, in registers) and a pull-back pass H⁽ᵗ⁻¹⁾ = H⁽ᵗ⁾ ×ₜ Fₜᵀ in place in the ∂ℓ/∂Y
+// buffer; the last one (t = 0) stores ∂ℓ/∂X straight from registers, like the forward's final pass
+// stores Y. 3n − 1 passes per tile against the forward's n, all on shared memory.
+// Pull-back passes are the forward's pass with the untransposed factor copy: y[a] = Σ_j F[a, j]·h[j].
+// Contraction passes: a thread owns a 4 × 4 block of ∂ℓ/∂Fₜ (B = (p/4)² blocks) and every
+// (nt/B)-th fiber of the tile (consecutive lanes, consecutive fibers), 2p fibers per tile, with 16
+// FFMAs per fiber; its 16 sums live in the thread's registers (a local array per mode) across the
+// block's tiles. After the last tile the block adds its threads' sums (fixed order: deterministic)
+// into its partial ∂ℓ/∂Fₜ, and one reduction launch sums the blocks' partials (as the other fused
+// backwards do).
+// Shared memory: both factor copies and a pool of n + 1 tiles of 32·threads floats (n + 2 for two
+// modes): X, ∂ℓ/∂Y and the states S⁽¹⁾ … S⁽ⁿ⁻¹⁾; the next tile's X and ∂ℓ/∂Y load into the first
+// states that die, during this tile's later passes (small_backward_program).
+
+#include "kron_small.h"
+
+namespace sparsekern::kron::detail {
+
+/// Most modes of a small-factor product: p ≥ 4 and Π p ≤ 8192.
+constexpr int kSmallMaxModes = 6;
+
+/// The ∂ℓ/∂Fₜ sums of a thread, per mode, kept across the block's tiles.
+struct SmallBwdRegs {
+  float acc[kSmallMaxModes][16];
+};
+
+/// Copies factor t untransposed into shared memory (F2[a·p + j] = F[a, j]), asynchronously.
+SK_KRON_FN void small_load_factors_plain(const SmallBwdArgs& b, float* sm, int tid, int nt) {
+  const SmallArgs& a = b.a;
+  for (int t = 0; t < a.nf; ++t) {
+    const SmallMode& md = a.md[t];
+    const int p = md.p, lp = ilog2_rt(p);
+    for (int e = tid; e < p * p; e += nt) {
+      const int i = e >> lp, j = e & (p - 1);
+      copy4_async(sm + b.f2_off[t] + e, md.f + i * md.f_rs + j * md.f_cs, true);
+    }
+  }
+}
+
+/// The contraction pass of mode t: acc[u·4 + v] += Σ over the thread's fibers of s[a0 + u]·h[j0 + v]
+/// (s from the state buffer `sb`, h from the gradient buffer `hb`, both in the tile layout).
+template <int P>
+SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const float* hb, int tid, int nt,
+                              float* acc) {
+  constexpr int LP = ilog2c(P), PB = P / 4, NB = PB * PB;
+  const int slices = nt / NB;  // nt ≥ 128 ≥ NB
+  const int sl = tid % slices, blk = tid / slices;
+  const int a0 = (blk / PB) * 4, j0 = (blk % PB) * 4;
+  const int ls = a.md[t].ls;
+  const int lf = a.ln - LP;               // log2 fibers per row
+  const int fibers = a.rows << lf;        // fibers of the tile
+  const int lo_mask = (1 << ls) - 1;
+  float c[16];
+  SK_KRON_UNROLL
+  for (int k = 0; k < 16; ++k) c[k] = acc[k];
+  for (int q = sl; q < fibers; q += slices) {
+    const int r = q >> lf, f = q & ((1 << lf) - 1);
+    // Fiber f = hi·s + lo starts at element hi·p·s + lo of its row.
+    const int base = (r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask);
+    float sv[4], hv[4];
+    if (ls == 0) {  // contiguous, 16-byte aligned: one vector each (the swizzle keeps 16-byte chunks)
+      lds4(sb + small_swz(base + a0), sv);
+      lds4(hb + small_swz(base + j0), hv);
+    } else {
+      SK_KRON_UNROLL
+      for (int u = 0; u < 4; ++u) {
+        sv[u] = sb[small_swz(base + ((a0 + u) << ls))];
+        hv[u] = hb[small_swz(base + ((j0 + u) << ls))];
+      }
+    }
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      SK_KRON_UNROLL
+      for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u] * hv[v];
+    }
+  }
+  SK_KRON_UNROLL
+  for (int k = 0; k < 16; ++k) acc[k] = c[k];
+}
+
+/// The block's ∂ℓ/∂Fₜ: every thread's 16 sums go to `scratch` (slot (blk·16 + k)·slices + sl), then
+/// each element (a, j) adds its slices in order into partial[block·part_stride + part_off[t] + a·p + j].
+template <class Exec>
+SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch, long long block) {
+  const SmallArgs& a = b.a;
+  const int nt = ex.nthreads();
+  for (int t = 0; t < a.nf; ++t) {
+    if (((b.want_f >> t) & 1) == 0) continue;
+    const int p = a.md[t].p, pb = p / 4, nb = pb * pb, slices = nt / nb;
+    ex.phase([&](int tid, SmallBwdRegs& r) {
+      const int sl = tid % slices, blk = tid / slices;
+      for (int k = 0; k < 16; ++k) scratch[(blk * 16 + k) * slices + sl] = r.acc[t][k];
+    });
+    ex.phase([&](int tid, SmallBwdRegs&) {
+      float* const dst = b.partial + block * b.part_stride + b.part_off[t];
+      for (int e = tid; e < p * p; e += nt) {
+        const int i = e / p, j = e % p;
+        const int blk = (i / 4) * pb + j / 4, k = (i % 4) * 4 + j % 4;
+        const float* src = scratch + (blk * 16 + k) * slices;
+        float sum = 0.0f;
+        for (int s = 0; s < slices; ++s) sum += src[s];
+        dst[e] = sum;
+      }
+    });
+  }
+}
+
+/// The block program. `Exec` as in kron_fast.h, with SmallBwdRegs per thread.
+/// Buffers (see the file comment): a pool of nf + 1 tiles (nf + 2 for two modes) whose roles rotate.
+/// S⁽ⁿ⁻¹⁾ is dead once ∂ℓ/∂Fₙ₋₁ is done, S⁽ⁿ⁻²⁾ once ∂ℓ/∂Fₙ₋₂ is: the next tile's X and ∂ℓ/∂Y load
+/// into those two (two modes: the spare buffer takes ∂ℓ/∂Y), during the rest of this tile's passes,
+/// and this tile's X, ∂ℓ/∂Y and remaining states become the next tile's states. The role indices
+/// are the same in every thread (computed outside the phases).
+template <int PMAX, class Exec>
+SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
+                                            long long grid) {
+  using Regs = SmallBwdRegs;
+  const SmallArgs& a = b.a;
+  const int nt = ex.nthreads();
+  const int nf = a.nf;
+  const bool want_gx = a.y != nullptr;
+  // Roles: ix, ig (X, ∂ℓ/∂Y), is[t] for t = 1 … nf−1 (S⁽ᵗ⁾), spare (two modes only).
+  int ix = 0, ig = 1, spare = nf == 2 ? 3 : -1;
+  int is[kSmallMaxModes] = {};
+  for (int t = 1; t < nf; ++t) is[t] = 1 + t;
+  auto buf = [&](int k) { return sm + b.off_buf[k]; };
+  ex.phase_nosync([&](int tid, Regs& r) {
+    if (block < a.ntiles) {
+      small_issue_x(a, buf(ix), block, tid, nt);
+      small_issue_rows(a, b.g, b.ldg, b.vec_g, buf(ig), block, tid, nt);
+    }
+    small_load_factors(a, sm, tid, nt);
+    small_load_factors_plain(b, sm, tid, nt);
+    async_commit();
+    for (int t = 0; t < kSmallMaxModes; ++t)
+      for (int k = 0; k < 16; ++k) r.acc[t][k] = 0.0f;
+  });
+  for (long long tile = block; tile < a.ntiles; tile += grid) {
+    const long long next = tile + grid;
+    const bool more = next < a.ntiles;
+    float* const xb = buf(ix);
+    float* const gb = buf(ig);
+    // This tile's X and ∂ℓ/∂Y have arrived (every thread waits for its own copies, the barrier for
+    // all, which also ends the previous tile).
+    ex.phase([&](int, Regs&) { async_wait<0>(); });
+    // S⁽ᵗ⁺¹⁾ = S⁽ᵗ⁾ ×ₜ Fₜ for t = 0 … n−2, each into its own buffer.
+    for (int t = 0; t + 1 < nf; ++t) {
+      const float* src = t == 0 ? xb : buf(is[t]);
+      float* const dst = buf(is[t + 1]);
+      ex.phase([&](int tid, Regs&) {
+        with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
+          small_pass_io<decltype(pc)::value>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0, 0);
+        });
+      });
+    }
+    for (int t = nf - 1; t >= 0; --t) {
+      if ((b.want_f >> t) & 1) {
+        const float* sb = t == 0 ? xb : buf(is[t]);
+        ex.phase([&](int tid, Regs& r) {
+          with_small_p<PMAX>(a.md[t].p,
+                             [&](auto pc) { small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]); });
+        });
+      }
+      // The next tile's copies go where this tile's states are dead: S⁽ⁿ⁻¹⁾ after mode n−1's
+      // contraction (its last reader, before the barrier above; or the recompute pass that wrote
+      // it), S⁽ⁿ⁻²⁾ after mode n−2's (n ≥ 3; two modes: the spare buffer).
+      float* const nx = more && t == nf - 1 ? buf(is[nf - 1]) : nullptr;
+      float* const ng = !more ? nullptr : nf == 2 ? (t == 1 ? buf(spare) : nullptr) : (t == nf - 2 ? buf(is[nf - 2]) : nullptr);
+      if (t > 0 || want_gx) {
+        const bool final_pass = t == 0;
+        ex.phase([&](int tid, Regs&) {
+          if (nx != nullptr || ng != nullptr) {
+            if (nx != nullptr) small_issue_x(a, nx, next, tid, nt);
+            if (ng != nullptr) small_issue_rows(a, b.g, b.ldg, b.vec_g, ng, next, tid, nt);
+            async_commit();
+          }
+          with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
+            small_pass_io<decltype(pc)::value>(a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y, a.ldy,
+                                               a.vec_y);
+          });
+        });
+      }
+    }
+    // The roles of the next tile (see above).
+    if (nf == 2) {
+      const int ox = ix, og = ig;
+      ix = is[1];
+      ig = spare;
+      is[1] = ox;
+      spare = og;
+    } else {
+      const int ox = ix, og = ig, nx_i = is[nf - 1], ng_i = is[nf - 2];
+      for (int t = nf - 1; t >= 3; --t) is[t] = is[t - 2];
+      is[1] = ox;
+      is[2] = og;
+      ix = nx_i;
+      ig = ng_i;
+    }
+  }
+  ex.phase([&](int, Regs&) { async_wait<0>(); });  // no copy outlives the tiles; every buffer is free
+  small_bwd_reduce(b, ex, buf(0), block);
+}
+
+}  // namespace sparsekern::kron::detail
