@@ -32,8 +32,24 @@ diag_kron_bench() {
 import json, os
 d = json.load(open(os.environ["OUT"] + "/kron.json"))
 for r in d["rows"]:
-    print(f"{r['op'][12:]:4s} {r['shape']:18s} eager {1e3*r['ours']:7.1f} v2 {1e3*r['anchor_time']:7.1f} | device {1e3*r.get('device_ms_ours', float('nan')):7.1f} v2 {1e3*r.get('device_ms_anchor', float('nan')):7.1f} | roof {1e3*r.get('roofline_ms', float('nan')):6.1f}")
+    a = "v2" if r["anchor"].endswith("(v2)") else r["anchor"][:8]
+    print(f"{r['op'][12:]:4s} {r['shape']:18s} eager {1e3*r['ours']:7.1f} {a} {1e3*r['anchor_time']:7.1f} | device {1e3*r.get('device_ms_ours', float('nan')):7.1f} {a} {1e3*r.get('device_ms_anchor', float('nan')):7.1f} | roof {1e3*r.get('roofline_ms', float('nan')):6.1f}")
 PY
+}
+# diag_install_wheel: installs the wheel built on the CPU machine by tools/build_device_wheel.sh
+# (carried in .whl312/) instead of building here, and lets the loader find CUDA's libraries.
+diag_install_wheel() {
+  python3 -m pip install -q --no-deps --no-index --force-reinstall $R/.whl312/sparsekern-*.whl > /tmp/inst.txt 2>&1 || { tail -5 /tmp/inst.txt; exit 1; }
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "installed $(ls $R/.whl312/)"
+}
+# diag_begin_wheel: diag_begin with the carried wheel instead of a build.
+diag_begin_wheel() {
+  diag_install_wheel
+  rm -f $OUT/*
+  diag_env
+  cd /tmp
+  diag_start
 }
 # diag_begin: the usual start of a call: build (stopping on failure), empty $OUT, the GPU and
 # versions, work from /tmp, start the clock.

@@ -10,6 +10,13 @@ of the small cases). Backward rows capture `torch.autograd.grad` on a graph buil
 its own, on the capture stream: autograd runs each backward op on its forward op's stream (and a
 leaf's gradient node on the stream of the first graph that used it), so a graph built on the
 default stream made session 6's captures fail (cudaErrorStreamCaptureInvalidated).
+
+When FastKron's Python package (pyfastkron 1.1, built from source for the GPU; the 1.1.0 wheel
+crashed on an H200 with CUDA 13) is importable with its CUDA backend loaded, each full-grid case
+also gets a forward and a backward row against FastKron (anchor "FastKron 1.1", extra
+bench="fwd_fastkron" / "bwd_fastkron"; its result verified against float64). Eager times only:
+FastKron launches on the stream that was current when it was imported, so its calls cannot be
+captured into a graph on another stream.
 """
 from __future__ import annotations
 
@@ -28,6 +35,48 @@ FULL = [(16, [32, 32]), (32, [128, 128]), (1024, [32, 32]), (1024, [64, 64]), (1
         (1024, [16, 16, 16]), (1024, [8, 8, 8, 8]), (256, [16, 16, 16, 16]), (4096, [64, 64]),
         (128, [32, 32, 32])]
 QUICK = [(64, [8, 8, 8]), (32, [16, 16])]
+
+
+def _fastkron():
+    """pyfastkron's torch front end when its CUDA backend loaded, else None (an optional peer for
+    the side-by-side rows; without its native module pyfastkron silently falls back to torch ops,
+    which would not be FastKron)."""
+    try:
+        from pyfastkron import fastkronbase  # type: ignore
+        import pyfastkron.fastkrontorch as fk  # type: ignore
+    except Exception:  # noqa: BLE001 - not installed, or a build that does not load: no rows
+        return None
+    return fk if fastkronbase.fastkronCUDA is not None else None
+
+
+def _fastkron_cases(fk, x, fs, shape, mode, flops, nbytes, tol, extra) -> list[Case]:
+    """Forward and backward of ours against FastKron for one case (eager times; see the module doc)."""
+    x64, f64 = x.double(), [f.double() for f in fs]
+
+    def verify_fwd():
+        return rel_error(mode.wrap(lambda: fk.gemkm(x, fs))(), kron_reference(x64, f64))
+
+    out = [Case("kron", "kron_matmul fwd", shape, "fp32", mode.wrap(lambda: kron_matmul(x, fs)),
+                mode.wrap(lambda: fk.gemkm(x, fs)), anchor_name="FastKron 1.1", flops=flops, bytes=nbytes,
+                verify=verify_fwd, tol=tol, extra=dict(extra, bench="fwd_fastkron"))]
+    xo, fo = x.clone().requires_grad_(), [f.clone().requires_grad_() for f in fs]
+    xf, ff = x.clone().requires_grad_(), [f.clone().requires_grad_() for f in fs]
+    gy = randn(*x.shape[:-1], math.prod(f.shape[1] for f in fs), dtype=x.dtype, device=x.device)
+    y_ours = mode.wrap(lambda: kron_matmul(xo, fo))()
+    y_fk = mode.wrap(lambda: fk.gemkm(xf, ff))()
+
+    def verify_bwd():
+        got = torch.autograd.grad(y_fk, [xf, *ff], gy, retain_graph=True)
+        x6, f6 = x64.clone().requires_grad_(), [f.clone().requires_grad_() for f in f64]
+        want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], gy.double())
+        return max(rel_error(a, b) for a, b in zip(got, want))
+
+    out.append(Case("kron", "kron_matmul bwd", shape, "fp32",
+                    mode.wrap(lambda: torch.autograd.grad(y_ours, [xo, *fo], gy, retain_graph=True)),
+                    mode.wrap(lambda: torch.autograd.grad(y_fk, [xf, *ff], gy, retain_graph=True)),
+                    anchor_name="FastKron 1.1", flops=2 * flops, bytes=2 * nbytes, verify=verify_bwd,
+                    tol=4 * tol, extra=dict(extra, bench="bwd_fastkron")))
+    return out
 
 
 def _ceilings(device: torch.device) -> dict:
@@ -52,6 +101,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
     ceil = _ceilings(device) if device.type == "cuda" and not quick else None
     dtype = torch.float32
     mode = Tf32(False)
+    fk = _fastkron() if device.type == "cuda" and not quick else None
     out = []
     g = torch.Generator().manual_seed(0)
     for batch, sizes in grid:
@@ -119,4 +169,6 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         out.append(Case("kron", "kron_matmul bwd", shape, "fp32", mode.wrap(bwd(y_ours)), mode.wrap(bwd(y_ref)),
                         anchor_name="torch per factor (v2)", flops=2 * flops, bytes=2 * nbytes,
                         verify=verify_bwd, tol=4 * tol, extra=bextra, **dev_kw))
+        if fk is not None:
+            out += _fastkron_cases(fk, x, fs, shape, mode, flops, nbytes, tol, extra)
     return out
