@@ -275,6 +275,27 @@ void check_dtype(std::mt19937& rng) {
   }
 }
 
+/// The opt-in small-factor backward (set_backward_kernel("small"); kron_small_bwd.h) through the C++
+/// API: square fp32 factors of 4 … 32 with 1024 ≤ Π p ≤ 8192, the plan naming it.
+void check_small_backward(std::mt19937& rng) {
+  sk::kron::set_backward_kernel("small");
+  SK_CHECK(sk::kron::backward_kernel() == "small", "backward_kernel() = ", sk::kron::backward_kernel());
+  const std::vector<Shape> sh = {{8, 8}, {4, 4}, {32, 32}};
+  std::vector<float> x(3 * 1024), f0(64), f1(16), f2(1024);
+  sk::MatrixView fs[3] = {{f0.data(), 8, 8, 8, 1, 0}, {f1.data(), 4, 4, 4, 1, 0}, {f2.data(), 32, 32, 32, 1, 0}};
+  sk::kron::MatmulParams fp;
+  fp.dtype = sk::DType::f32;
+  fp.x = sk::MatrixView{x.data(), 3, 1024, 1024, 1, 0};
+  fp.factors = fs;
+  fp.num_factors = 3;
+  fp.y = sk::MutableMatrixView{x.data(), 3, 1024, 1024, 1, 0};
+  const std::string plan = sk::kron::describe_plan(fp, true);
+  SK_CHECK(plan.find("kernel=small-bwd") != std::string::npos, "small-factor backward not planned: ", plan);
+  check_case<float>(3, sh, false, rng);
+  check_case<float>(2, sh, true, rng);
+  sk::kron::set_backward_kernel("");
+}
+
 void check_validation() {
   std::vector<float> x(4 * 6, 1.0f), y(4 * 6), f0(2 * 3, 1.0f), f1(3 * 2, 1.0f);
   sk::MatrixView fs[2] = {{f0.data(), 2, 3, 3, 1, 0}, {f1.data(), 3, 2, 2, 1, 0}};
@@ -348,6 +369,7 @@ int main() {
   check_dtype<float>(rng);
   check_dtype<half_t>(rng);
   check_dtype<bfloat16_t>(rng);
+  check_small_backward(rng);
   check_validation();
   check_fast_division(rng);
   SK_CHECK(g_saved_cases > 0, "no case kept forward states for the backward");
