@@ -3,6 +3,7 @@
 
 target_sources(sparsekern PRIVATE
   src/common/runtime.cpp
+  src/common/cpu_gemm.cpp
   src/dense/gemm.cpp
   src/dense/gemm_cpu.cpp
   src/dense/transpose.cpp)
