@@ -516,6 +516,48 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   return true;
 }
 
+/// What the two small-factor kernels' plans share: the row length N, Σ p², the largest p, threads
+/// per block (128 where a row fits 128 threads' 32 elements, else 256; `sel` may ask for 256) and
+/// rows per tile; false where the kernels do not apply.
+struct SmallShape {
+  long long N = 1, fel = 0, max_p = 1, rows = 0;
+  int nt = 128;
+};
+
+bool small_shape(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
+                 SmallShape& s) {
+  if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
+  for (const ModeDims& d : modes) {
+    s.N *= d.p;
+    s.fel += d.p * d.p;
+    s.max_p = std::max(s.max_p, d.p);
+  }
+  s.nt = sel.threads != 0 ? sel.threads : 128;
+  if (s.N > 32LL * s.nt) s.nt = kThreads;  // 128 threads cover at most 4096 elements per row
+  s.rows = 32LL * s.nt / s.N;
+  return s.rows >= 1;
+}
+
+/// Fills seg's tile and grid fields for a small-factor kernel of `smem` bytes per block. Resident
+/// blocks: two of 256 threads or four of 128 (≤ 128 registers), half that with p = 32 (see
+/// kron_small_fwd_f32.cu), and what shared memory allows; the grid persistent.
+void small_fill(const SmallShape& s, std::size_t smem, long long M, const Limits& lim, const FwdSelect& sel,
+                Segment& seg) {
+  const long long by_regs = (s.nt == kThreads ? 2 : 4) / (s.max_p > 16 ? 2 : 1);
+  const long long per_sm =
+      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
+  const long long ntiles = (M + s.rows - 1) / s.rows;
+  seg.small_threads = s.nt;
+  seg.small_rows = static_cast<int>(s.rows);
+  seg.smem = smem;
+  seg.tm = static_cast<int>(s.rows);
+  seg.tl = 1;
+  seg.tiles_l = 1;
+  seg.ntiles = ntiles;
+  seg.grid = std::min<long long>(ntiles, per_sm * lim.num_sms);
+  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
+}
+
 /// Fills seg's small_* fields when the fiber-per-thread forward (kron_small.h) takes these modes;
 /// false otherwise. auto takes it only where every p ≤ 16: with p = 32 the register-tile kernel
 /// measured faster (H200, 1024 × (32⊗32): 9.1 against 11.0 µs). Threads: 128 (four blocks per SM)
@@ -523,36 +565,12 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
 /// against 17.4 µs, (16⊗16⊗16) 18.4 against 19.4 (more blocks, each with its own pipeline).
 bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                 Segment& seg) {
-  if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
-  long long N = 1, fel = 0, max_p = 1;
-  for (const ModeDims& d : modes) {
-    N *= d.p;
-    fel += d.p * d.p;
-    max_p = std::max(max_p, d.p);
-  }
-  if (sel.kernel == 2 && max_p > 16) return false;
-  int nt = sel.threads != 0 ? sel.threads : 128;
-  if (N > 32LL * nt) nt = kThreads;  // 128 threads cover at most 4096 elements per row
-  const long long rows = 32LL * nt / N;
-  if (rows < 1) return false;
-  const std::size_t smem = static_cast<std::size_t>(fel + 2 * rows * N) * sizeof(float);
+  SmallShape s;
+  if (!small_shape(modes, M, lim, sel, s) || (sel.kernel == 2 && s.max_p > 16)) return false;
+  const std::size_t smem = static_cast<std::size_t>(s.fel + 2 * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
-  const long long ntiles = (M + rows - 1) / rows;
-  // Resident blocks: two of 256 threads or four of 128 (≤ 128 registers), half that with p = 32
-  // (see kron_small_fwd_f32.cu), and what shared memory allows.
-  const long long by_regs = (nt == kThreads ? 2 : 4) / (max_p > 16 ? 2 : 1);
-  const long long per_sm =
-      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
+  small_fill(s, smem, M, lim, sel, seg);
   seg.small = true;
-  seg.small_threads = nt;
-  seg.small_rows = static_cast<int>(rows);
-  seg.smem = smem;
-  seg.tm = static_cast<int>(rows);
-  seg.tl = 1;
-  seg.tiles_l = 1;
-  seg.ntiles = ntiles;
-  seg.grid = std::min<long long>(ntiles, per_sm * lim.num_sms);
-  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
   return true;
 }
 
@@ -563,36 +581,15 @@ bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& l
 /// S⁽¹⁾ … S⁽ⁿ⁻¹⁾, and the next tile's inputs in the first states that die).
 bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                     Segment& seg) {
-  if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
+  SmallShape s;
+  if (!small_shape(modes, M, lim, sel, s)) return false;
   const long long n = static_cast<long long>(modes.size());
-  long long N = 1, fel = 0, max_p = 1;
-  for (const ModeDims& d : modes) {
-    N *= d.p;
-    fel += d.p * d.p;
-    max_p = std::max(max_p, d.p);
-  }
-  int nt = sel.threads != 0 ? sel.threads : 128;
-  if (N > 32LL * nt) nt = kThreads;
-  const long long rows = 32LL * nt / N;
-  if (rows < 1) return false;
   const long long nbuf = n + 1 + (n == 2 ? 1 : 0);
-  const std::size_t smem = static_cast<std::size_t>(2 * fel + nbuf * rows * N) * sizeof(float);
+  const std::size_t smem = static_cast<std::size_t>(2 * s.fel + nbuf * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
-  const long long by_regs = (nt == kThreads ? 2 : 4) / (max_p > 16 ? 2 : 1);
-  const long long per_sm =
-      std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
-  const long long ntiles = (M + rows - 1) / rows;
+  small_fill(s, smem, M, lim, sel, seg);
   seg.small_bwd = true;
-  seg.small_threads = nt;
-  seg.small_rows = static_cast<int>(rows);
   seg.small_nbuf = static_cast<int>(nbuf);
-  seg.smem = smem;
-  seg.tm = static_cast<int>(rows);
-  seg.tl = 1;
-  seg.tiles_l = 1;
-  seg.ntiles = ntiles;
-  seg.grid = std::min<long long>(ntiles, per_sm * lim.num_sms);
-  if (sel.grid > 0) seg.grid = std::min<long long>(seg.grid, sel.grid);  // tests: several tiles per block
   return true;
 }
 

@@ -68,6 +68,15 @@ def _make(batch, shapes, dtype, device, *, grad=False):
     return x, fs
 
 
+def _poisoned_alloc(device):
+    """A workspace allocator for the native calls whose buffers start as NaN bytes (0xff): a kernel
+    that reads scratch it never wrote poisons its output."""
+    def alloc(n):
+        buf = torch.full((n,), 255, dtype=torch.uint8, device=device)
+        return buf.data_ptr(), n, buf
+    return alloc
+
+
 def _reference(x, fs):
     """float64 reference: the explicit Kronecker product when small, else one factor at a time."""
     x64 = x.detach().double()
@@ -148,10 +157,7 @@ def test_native_writes_every_output(device, dtype, batch, shapes):
     Q = math.prod(q for _, q in shapes)
     out = torch.full((batch, Q), float("nan"), dtype=dtype, device=device)
 
-    def alloc(n):
-        buf = torch.full((n,), 255, dtype=torch.uint8, device=device)  # NaN bytes: poisoned scratch
-        return buf.data_ptr(), n, buf
-
+    alloc = _poisoned_alloc(device)
     _C.kron_matmul(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(out), alloc)
     ref = _reference(x, fs)
     assert rel_error(out, ref) <= _tol(dtype, device, 2)
@@ -395,10 +401,7 @@ def _native_backward(x, fs, g, want_x=True, want=None):
     gx = torch.full_like(x, float("nan")) if want_x else None
     gfs = [torch.full_like(f, float("nan")) if w else None for f, w in zip(fs, want)]
 
-    def alloc(n):
-        buf = torch.full((n,), 255, dtype=torch.uint8, device=x.device)  # NaN bytes: poisoned scratch
-        return buf.data_ptr(), n, buf
-
+    alloc = _poisoned_alloc(x.device)
     _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g),
                             as_dlpack(gx) if gx is not None else None,
                             [as_dlpack(t) if t is not None else None for t in gfs], alloc)
@@ -464,10 +467,7 @@ def test_backward_fast_strided(device):
     gx = gbuf[:, 1:]
     gfs = [torch.full((p, q), float("nan"), device=device) for p, q in shapes]
 
-    def alloc(n):
-        buf = torch.full((n,), 255, dtype=torch.uint8, device=device)
-        return buf.data_ptr(), n, buf
-
+    alloc = _poisoned_alloc(device)
     _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
                             [as_dlpack(t) for t in gfs], alloc)
     _check_backward(x, fs, g, gx, gfs, device)
@@ -585,10 +585,7 @@ def test_backward_small_strided(device):
         gx = gbuf[:, 1:]
         gfs = [torch.full((q, p), float("nan"), device=device).mT for p, q in shapes]
 
-        def alloc(n):
-            buf = torch.full((n,), 255, dtype=torch.uint8, device=device)
-            return buf.data_ptr(), n, buf
-
+        alloc = _poisoned_alloc(device)
         _C.kron_matmul_backward(as_dlpack(x), [as_dlpack(f) for f in fs], as_dlpack(g), as_dlpack(gx),
                                 [as_dlpack(t) for t in gfs], alloc)
         _check_backward(x, fs, g, gx, gfs, device)
