@@ -135,54 +135,46 @@ void run_fast(int threads, const FastArgs& a, long long grid, std::size_t smem) 
   }
 }
 
-void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
+/// Runs `program(ex, sm, block)` for every block of a small-factor kernel (a.pmax picks the
+/// instantiation the GPU runs, see kron_small_fwd_f32.cu / kron_small_bwd_f32.cu): blocks in
+/// parallel when the work pays for the threads, shared memory poisoned before each.
+template <class Regs, class Program>
+void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size_t smem, double passes,
+                      Program&& program) {
   const std::size_t n = smem / sizeof(float) + 1;
-  const double work = static_cast<double>(a.M) * static_cast<double>(1LL << a.ln) * a.nf * 16.0;
+  const double work = static_cast<double>(a.M) * static_cast<double>(1LL << a.ln) * passes * 16.0;
 #if defined(_OPENMP)
 #pragma omp parallel if (grid > 1 && work > double(1 << 20))
 #endif
   {
     std::vector<float> sm(n);
-    HostExecRegs<SmallRegs> ex(threads);
+    HostExecRegs<Regs> ex(threads);
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (long long b = 0; b < grid; ++b) {
       poison(sm);  // a read of anything the program did not write poisons its output
-      // the instantiation the GPU runs (see kron_small_fwd_f32.cu)
       if (a.pmax <= 8)
-        small_forward_program<8>(a, ex, sm.data(), b, grid);
+        program(IntC<8>{}, ex, sm.data(), b);
       else if (a.pmax <= 16)
-        small_forward_program<16>(a, ex, sm.data(), b, grid);
+        program(IntC<16>{}, ex, sm.data(), b);
       else
-        small_forward_program<32>(a, ex, sm.data(), b, grid);
+        program(IntC<32>{}, ex, sm.data(), b);
     }
   }
 }
 
+void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
+  run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto pmax, auto& ex, float* sm, long long b) {
+    small_forward_program<decltype(pmax)::value>(a, ex, sm, b, grid);
+  });
+}
+
 void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
-  const std::size_t n = smem / sizeof(float) + 1;
-  const double work = static_cast<double>(a.a.M) * static_cast<double>(1LL << a.a.ln) * a.a.nf * 48.0;
-#if defined(_OPENMP)
-#pragma omp parallel if (grid > 1 && work > double(1 << 20))
-#endif
-  {
-    std::vector<float> sm(n);
-    HostExecRegs<SmallBwdRegs> ex(threads);
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 1)
-#endif
-    for (long long b = 0; b < grid; ++b) {
-      poison(sm);  // a read of anything the program did not write poisons its output
-      // the instantiation the GPU runs (see kron_small_bwd_f32.cu)
-      if (a.a.pmax <= 8)
-        small_backward_program<8>(a, ex, sm.data(), b, grid);
-      else if (a.a.pmax <= 16)
-        small_backward_program<16>(a, ex, sm.data(), b, grid);
-      else
-        small_backward_program<32>(a, ex, sm.data(), b, grid);
-    }
-  }
+  run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
+                                 [&](auto pmax, auto& ex, float* sm, long long b) {
+                                   small_backward_program<decltype(pmax)::value>(a, ex, sm, b, grid);
+                                 });
 }
 
 template <int TILE>

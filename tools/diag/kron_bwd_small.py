@@ -9,7 +9,6 @@ Usage: python tools/diag/kron_bwd_small.py [JSON]
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 import torch
@@ -18,26 +17,17 @@ from sparsekern import _C
 from sparsekern import kron as K
 from sparsekern.bench import graph_time_ms
 
-from kron_profile import kernels  # this folder
+from kron_profile import kernels, plan_line, square_case  # this folder
 
 dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
 CASES = [(1024, [8, 8, 8, 8]), (1024, [16, 16, 16]), (1024, [32, 32]), (1024, [4, 4, 4, 4, 4]),
          (1024, [16, 8, 8]), (4096, [8, 8, 8, 8]), (256, [16, 16, 32]), (16, [32, 32])]
 
-
-def plan(x, fs):
-    from sparsekern._core import as_dlpack
-    return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], True).splitlines()[0]
-
-
 rows = []
 g = torch.Generator().manual_seed(0)
 for batch, sizes in CASES:
-    P = math.prod(sizes)
-    x = torch.randn(batch, P, generator=g).to(dev)
-    fs = [(torch.randn(p, p, generator=g) / math.sqrt(p)).to(dev) for p in sizes]
-    gy = torch.randn(batch, P, generator=g).to(dev)
+    x, fs, gy = square_case(batch, sizes, g, dev)
     needs = [True] * (len(fs) + 1)
     r = {"case": f"{batch}x{sizes}"}
     r["fwd_us"] = 1e3 * graph_time_ms(lambda: K.kron_matmul(x, fs), dev)
@@ -45,7 +35,7 @@ for batch, sizes in CASES:
     r["auto_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
     ref = K._backward(x, fs, gy, needs)
     _C.kron_set_backward_kernel("small")
-    r["plan"] = plan(x, fs)
+    r["plan"] = plan_line(x, fs)
     r["small_us"] = 1e3 * graph_time_ms(lambda: K._backward(x, fs, gy, needs), dev)
     out = K._backward(x, fs, gy, needs)
     r["max_rel_diff"] = max(((a - b).norm() / b.norm()).item() for a, b in zip(out, ref))

@@ -21,6 +21,20 @@ from sparsekern.bench.kron import FULL
 from sparsekern.kron import kron_matmul, kron_reference
 
 
+def square_case(batch, sizes, gen, dev):
+    """x (batch × Π p), square factors scaled by 1/√p (values stay O(1)), and a ∂ℓ/∂y, on `dev`."""
+    P = math.prod(sizes)
+    x = torch.randn(batch, P, generator=gen).to(dev)
+    fs = [(torch.randn(p, p, generator=gen) / math.sqrt(p)).to(dev) for p in sizes]
+    gy = torch.randn(batch, P, generator=gen).to(dev)
+    return x, fs, gy
+
+
+def plan_line(x, fs, backward=True):
+    """The first line of the product's plan (its first kernel)."""
+    return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], backward).splitlines()[0]
+
+
 def kernels(fn, reps=20):
     """{kernel name: µs per call} from the profiler (CUDA activity), and launches per call."""
     for _ in range(3):
