@@ -5,7 +5,10 @@
 Both are differentiable in ``x`` and in every factor, on CPU and CUDA, for float64, float32,
 float16 and bfloat16. The CUDA path fuses consecutive small factors (p, q ≤ 64) into one kernel
 whose intermediates stay in shared memory; larger factors run through cuBLAS one at a time (with
-TF32 exactly when ``torch.backends.cuda.matmul.allow_tf32``). The op is the ``torch.library``
+TF32 exactly when ``torch.backends.cuda.matmul.allow_tf32``). On the CPU every factor is one GEMM
+step (the library's packed, register-tiled CPU GEMM); ``SPARSEKERN_KRON_CPU=emulate`` runs the
+fused GPU kernels' block programs there instead, emulated (the test suite's setting: its CPU cases
+then check the GPU kernels' arithmetic). The op is the ``torch.library``
 custom op ``torch.ops.sparsekern.kron_matmul``, so it traces under ``torch.compile``.
 
 ``KronLinear`` is a drop-in linear layer whose weight is a Kronecker product of small factors.

@@ -255,6 +255,9 @@ struct Limits {
   std::size_t smem_per_sm = 0;
   int num_sms = 1;
   std::size_t smem_block_max = 0;  ///< the most one block may opt in to (one block per SM)
+  /// The CPU's own plan: every mode one GEMM step (the fastest on a CPU) instead of the fused GPU
+  /// programs' emulation (SPARSEKERN_KRON_CPU=emulate; the tests use it to check those programs).
+  bool gemm_steps = false;
 };
 
 enum class SegKind { fused, gemm };

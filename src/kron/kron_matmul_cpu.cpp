@@ -1,7 +1,9 @@
-// CPU backend of the Kronecker products. Fused groups run the GPU block programs of kron_tile.h
-// with the threads of a block executed one after another between barriers (OpenMP across blocks),
-// so every CPU test also checks the GPU kernels' tiling and index arithmetic. cuBLAS steps become
-// plain loops over the same strided views.
+// CPU backend of the Kronecker products. Its own plan makes every mode one GEMM step, run by the
+// packed, register-tiled CPU GEMM (src/common/cpu_gemm.h). With SPARSEKERN_KRON_CPU=emulate (the
+// tests' setting) it plans for a virtual GPU instead, and fused groups run the GPU block programs
+// (kron_tile.h, kron_fast.h, kron_small.h, ...) with the threads of a block executed one after
+// another between barriers (OpenMP across blocks), so the CPU tests also check the GPU kernels'
+// tiling and index arithmetic.
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -279,10 +281,18 @@ void reduce_typed(const ReduceDesc& r) {
 
 class CpuBackend final : public Backend {
  public:
-  /// The CPU plans for a virtual GPU with an H100's shared memory (half an SM per generic fused block,
-  /// 227 KB opt-in for a register-tile block; so its tests cover the GPU's grouping and tiles) and
-  /// 8 SMs (few persistent blocks: small partial-sum buffers, several tiles per block).
-  Limits limits(Device) override { return Limits{113664, 233472, 8, 232448}; }
+  /// The CPU runs every mode as one GEMM step (gemm_steps: its fastest plan), unless
+  /// SPARSEKERN_KRON_CPU=emulate (read per plan; the test suite sets it): then it plans for a
+  /// virtual GPU with an H100's shared memory (half an SM per generic fused block, 227 KB opt-in for
+  /// a register-tile block; so its tests cover the GPU's grouping and tiles) and 8 SMs (few
+  /// persistent blocks: small partial-sum buffers, several tiles per block), and runs the fused
+  /// groups' GPU block programs, emulated.
+  Limits limits(Device) override {
+    const char* mode = std::getenv("SPARSEKERN_KRON_CPU");
+    Limits lim{113664, 233472, 8, 232448};
+    lim.gemm_steps = mode == nullptr || std::string(mode) != "emulate";
+    return lim;
+  }
 
   void fused_forward(DType dtype, int rn, const FusedArgs& a, long long grid, std::size_t smem, Device,
                      Stream) override {

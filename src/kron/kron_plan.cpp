@@ -723,11 +723,12 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   // traffic estimate below says of the generic kernel's groupings.
   // Likewise the small-factor backward when selected (SPARSEKERN_KRON_BWD_KERNEL=small).
   bool fast_bwd = false;
-  if (backward && dtype == DType::f32 && M >= 1 && fast_bwd_eligible(modes) && backward_select().kernel >= 1) {
+  if (lim.gemm_steps) {
+  } else if (backward && dtype == DType::f32 && M >= 1 && fast_bwd_eligible(modes) && backward_select().kernel >= 1) {
     FastBwdArgs a;
     fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
   }
-  if (backward && dtype == DType::f32 && M >= 1 && backward_select().kernel == 3) {
+  if (!lim.gemm_steps && backward && dtype == DType::f32 && M >= 1 && backward_select().kernel == 3) {
     Segment probe;
     if (plan_small_bwd(modes, M, lim, backward_select(), probe)) fast_bwd = true;
   }
@@ -737,7 +738,14 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   // group whose tile spans fewer than 32 bytes of consecutive outer indices stores partial sectors.
   // A dynamic program over the cut points picks the grouping with the least estimated traffic.
   std::vector<Segment> groups;
-  if (fast_bwd) {
+  if (lim.gemm_steps) {  // the CPU's plan: one GEMM step per mode
+    for (int k = 0; k < n; ++k) {
+      groups.emplace_back();
+      groups.back().kind = SegKind::gemm;
+      groups.back().first = k;
+      groups.back().count = 1;
+    }
+  } else if (fast_bwd) {
     groups.emplace_back();
     groups.back().first = 0;
     groups.back().count = n;

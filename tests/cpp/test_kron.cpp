@@ -7,6 +7,7 @@
 #include <sparsekern/kron.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -361,10 +362,21 @@ void check_fast_division(std::mt19937& rng) {
   SK_CHECK(bad == 0, bad, " wrong quotients");
 }
 
+/// SPARSEKERN_KRON_CPU for the plans that follow (read by the CPU backend at every plan).
+void set_kron_cpu(const char* mode) {
+#if defined(_WIN32)
+  _putenv_s("SPARSEKERN_KRON_CPU", mode);
+#else
+  setenv("SPARSEKERN_KRON_CPU", mode, 1);
+#endif
+}
+
 }  // namespace
 
 int main() {
   std::mt19937 rng(5);
+  // The fused GPU programs' CPU emulation (the CPU's default plan is GEMM steps, checked below).
+  set_kron_cpu("emulate");
   check_dtype<double>(rng);
   check_dtype<float>(rng);
   check_dtype<half_t>(rng);
@@ -374,5 +386,10 @@ int main() {
   check_fast_division(rng);
   SK_CHECK(g_saved_cases > 0, "no case kept forward states for the backward");
   SK_CHECK(g_t0_cases > 0, "no case kept T0 for the register-tile backward");
+  // The CPU's own plan: every mode one GEMM step.
+  set_kron_cpu("gemm");
+  check_dtype<double>(rng);
+  check_dtype<float>(rng);
+  check_dtype<bfloat16_t>(rng);
   return sk_test::summary("test_kron");
 }

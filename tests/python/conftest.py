@@ -1,10 +1,19 @@
-"""Shared fixtures: one test body for CPU and CUDA through the `device` fixture."""
+"""Shared fixtures: one test body for CPU and CUDA through the `device` fixture.
+
+The CPU runs Kronecker products as GEMM steps unless SPARSEKERN_KRON_CPU=emulate, which runs the
+fused GPU block programs' emulation instead: the suite sets it, so that its CPU cases check the GPU
+kernels' arithmetic and tiling (tests of the GEMM-step plan set SPARSEKERN_KRON_CPU=gemm).
+"""
 from __future__ import annotations
 
-import pytest
-import torch
+import os
 
-import sparsekern
+os.environ.setdefault("SPARSEKERN_KRON_CPU", "emulate")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import sparsekern  # noqa: E402
 
 CUDA_OK = torch.cuda.is_available() and sparsekern.cuda_available()
 

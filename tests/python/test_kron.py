@@ -648,6 +648,30 @@ def test_backward(device, dtype, batch, shapes):
         assert rel_error(got, want) <= _tol(dtype, device, 4)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch,shapes", SMALL + LARGE + [(9, [(8, 8)] * 4), (5, [(32, 32)] * 2)])
+def test_cpu_gemm_steps(monkeypatch, dtype, batch, shapes):
+    """The CPU's own plan (SPARSEKERN_KRON_CPU unset or "gemm"; the suite otherwise runs the GPU
+    programs' emulation): every mode one GEMM step; forward, ∂ℓ/∂x and every ∂ℓ/∂F against float64."""
+    monkeypatch.setenv("SPARSEKERN_KRON_CPU", "gemm")
+    lines = _plan(batch, shapes, dtype).splitlines()
+    assert len(lines) == len(shapes) + 1 and all(ln.startswith("cublas modes") for ln in lines[:-1]), lines
+    monkeypatch.delenv("SPARSEKERN_KRON_CPU")  # unset: the same plan
+    assert _plan(batch, shapes, dtype).splitlines() == lines
+    cpu = torch.device("cpu")
+    x, fs = _make(batch, shapes, dtype, cpu, grad=True)
+    y = kron_matmul(x, fs)
+    g = randn(*y.shape, dtype=dtype)
+    grads = torch.autograd.grad(y, [x, *fs], g)
+    x64 = x.detach().double().requires_grad_()
+    f64 = [f.detach().double().requires_grad_() for f in fs]
+    y64 = _reference_graph(x64, f64)
+    assert rel_error(y, y64) <= _tol(dtype, cpu, 2)
+    for got, want in zip(grads, torch.autograd.grad(y64, [x64, *f64], g.double())):
+        assert got.shape == want.shape and got.dtype == dtype
+        assert rel_error(got, want) <= _tol(dtype, cpu, 4)
+
+
 def _reference_graph(x64, f64):
     P = math.prod(f.shape[0] for f in f64)
     Q = math.prod(f.shape[1] for f in f64)
