@@ -180,7 +180,6 @@ struct SmallBwdArgs {
   int f2_off[kMaxFused] = {};                    ///< the factors' plain (untransposed) copies (floats)
   /// The pool of tile buffers (floats, 16-byte aligned): nf + 1 (nf + 2 for two modes), whose roles
   /// (X, ∂ℓ/∂Y, the states) rotate from tile to tile (see kron_small_bwd.h).
-  int nbuf = 0;
   int off_buf[8] = {};
 };
 

@@ -277,6 +277,34 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
   r.be->gemm(r.dtype, g, r.math, r.blas, r.device, r.stream);
 }
 
+/// Sums the blocks' partial ∂ℓ/∂F of a fused segment into its wanted factor gradients, in one
+/// reduce launch. Every fused backward lays them out alike: block b's at b·part_stride, the
+/// segment's modes' p×q blocks one after another in mode order (accumulator type). `count`: the
+/// blocks that ran (0 writes zeros).
+void reduce_fused_partials(const Run& r, const Segment& seg, const MutableMatrixView* grad_factors,
+                           const char* partial, long long count) {
+  if (grad_factors == nullptr) return;
+  const std::size_t as = detail::acc_size(r.dtype);
+  detail::ReduceBatch rb;
+  long long off = 0;
+  for (int k = seg.first; k < seg.first + seg.count; ++k) {
+    const ModeDims& d = r.sh.modes[k];
+    if (grad_factors[k].data != nullptr) {
+      ReduceDesc& rd = rb.d[rb.n++];
+      rd.partial = partial + static_cast<std::size_t>(off) * as;
+      rd.count = count;
+      rd.stride = seg.part_stride;
+      rd.p = static_cast<int>(d.p);
+      rd.q = static_cast<int>(d.q);
+      rd.out = grad_factors[k].data;
+      rd.out_rs = grad_factors[k].row_stride;
+      rd.out_cs = grad_factors[k].col_stride;
+    }
+    off += d.p * d.q;
+  }
+  if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+}
+
 /// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
 /// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
 void segment_backward(const Run& r, const Segment& seg, const void* x, long long ldx, const void* g,
@@ -288,9 +316,8 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
   if (seg.kind == SegKind::fused && seg.small_bwd) {  // fp32, one group: x is X, g is ∂ℓ/∂Y
     detail::SmallBwdArgs a;
     a.a = small_args(seg, r.sh, r.factors);
-    fp32_io(r, a.a, x, ldx, gx, ldgx, nullptr);
+    fp32_io(r, a.a, x, ldx, gx, ldgx, nullptr);  // a.a.y = ∂ℓ/∂X (null: not wanted)
     a.a.vec_x = vec_ok(r, x, ldx, 4) ? 1 : 0;
-    a.a.vec_y = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
     a.g = static_cast<const float*>(g);
     a.ldg = ldg;
     a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
@@ -308,28 +335,16 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
       if (wants(t)) a.want_f |= 1 << t;
     }
     const int tile = seg.small_rows << a.a.ln;
-    a.nbuf = seg.small_nbuf;
-    SK_EXPECTS(a.nbuf >= 3 && a.nbuf <= 8, "kron: bad small-factor backward plan (", a.nbuf, " buffers)");
-    for (int k = 0; k < a.nbuf; ++k) {
+    SK_EXPECTS(seg.small_nbuf >= 3 && seg.small_nbuf <= 8, "kron: bad small-factor backward plan (",
+               seg.small_nbuf, " buffers)");
+    for (int k = 0; k < seg.small_nbuf; ++k) {
       a.off_buf[k] = off;
       off += tile;
     }
     SK_EXPECTS(static_cast<std::size_t>(off) * sizeof(float) <= seg.smem, "kron: the small-factor backward's "
                "shared memory (", off * sizeof(float), " bytes) exceeds its plan's ", seg.smem);
     if (seg.ntiles > 0) r.be->fused_backward_small(seg.small_threads, a, seg.grid, seg.smem, r.device, r.stream);
-    detail::ReduceBatch rb;
-    for (int t = 0; t < seg.count; ++t) {
-      if (!wants(t)) continue;
-      ReduceDesc& rd = rb.d[rb.n++];
-      rd.partial = partial + static_cast<std::size_t>(a.part_off[t]) * sizeof(float);
-      rd.count = seg.ntiles > 0 ? seg.grid : 0;
-      rd.stride = seg.part_stride;
-      rd.p = rd.q = static_cast<int>(r.sh.modes[t].p);
-      rd.out = grad_factors[t].data;
-      rd.out_rs = grad_factors[t].row_stride;
-      rd.out_cs = grad_factors[t].col_stride;
-    }
-    if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+    reduce_fused_partials(r, seg, grad_factors, partial, seg.ntiles > 0 ? seg.grid : 0);
     return;
   }
   if (seg.kind == SegKind::fused && seg.fast) {  // two modes, fp32, L = 1: x is X, g is ∂ℓ/∂Y
@@ -359,20 +374,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
     if (ntiles > 0) r.be->fused_backward_fast(tile, a, grid, smem, r.device, r.stream);
-    detail::ReduceBatch rb;
-    for (int k = 0; k < 2; ++k) {
-      if (!wants(k)) continue;
-      ReduceDesc& rd = rb.d[rb.n++];
-      rd.partial = partial + static_cast<std::size_t>(k == 0 ? 0 : a.p0 * a.q0) * sizeof(float);
-      rd.count = ntiles > 0 ? grid : 0;
-      rd.stride = seg.part_stride;
-      rd.p = k == 0 ? a.p0 : a.p1;
-      rd.q = k == 0 ? a.q0 : a.q1;
-      rd.out = grad_factors[k].data;
-      rd.out_rs = grad_factors[k].row_stride;
-      rd.out_cs = grad_factors[k].col_stride;
-    }
-    if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+    reduce_fused_partials(r, seg, grad_factors, partial, ntiles > 0 ? grid : 0);
     return;
   }
   if (seg.kind == SegKind::fused) {
@@ -385,21 +387,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     a.vec_g = seg.L == 1 && vec_ok(r, g, ldg, seg.s_out);
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, seg.s_in);
     if (seg.ntiles > 0) r.be->fused_backward(r.dtype, seg.rn, a, seg.grid, seg.smem, r.device, r.stream);
-    detail::ReduceBatch rb;
-    for (int t = 0; t < seg.count; ++t) {
-      const int k = seg.first + t;
-      if (!wants(k)) continue;
-      ReduceDesc& rd = rb.d[rb.n++];
-      rd.partial = partial + static_cast<std::size_t>(a.mode[t].part_off) * as;
-      rd.count = seg.ntiles > 0 ? seg.grid : 0;
-      rd.stride = seg.part_stride;
-      rd.p = a.mode[t].p;
-      rd.q = a.mode[t].q;
-      rd.out = grad_factors[k].data;
-      rd.out_rs = grad_factors[k].row_stride;
-      rd.out_cs = grad_factors[k].col_stride;
-    }
-    if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+    reduce_fused_partials(r, seg, grad_factors, partial, seg.ntiles > 0 ? seg.grid : 0);
     return;
   }
   const int k = seg.first;

@@ -720,17 +720,17 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   const int n = static_cast<int>(modes.size());
   const std::size_t es = dtype_size(dtype), as = acc_size(dtype);
   // A two-factor fp32 backward that the register-tile kernel takes is one group whatever the
-  // traffic estimate below says of the generic kernel's groupings.
-  // Likewise the small-factor backward when selected (SPARSEKERN_KRON_BWD_KERNEL=small).
+  // traffic estimate below says of the generic kernel's groupings; likewise the small-factor
+  // backward when selected (SPARSEKERN_KRON_BWD_KERNEL=small).
   bool fast_bwd = false;
-  if (lim.gemm_steps) {
-  } else if (backward && dtype == DType::f32 && M >= 1 && fast_bwd_eligible(modes) && backward_select().kernel >= 1) {
-    FastBwdArgs a;
-    fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
-  }
-  if (!lim.gemm_steps && backward && dtype == DType::f32 && M >= 1 && backward_select().kernel == 3) {
+  if (!lim.gemm_steps && backward && dtype == DType::f32 && M >= 1) {
+    const FwdSelect sel = backward_select();
+    if (sel.kernel >= 1 && fast_bwd_eligible(modes)) {
+      FastBwdArgs a;
+      fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
+    }
     Segment probe;
-    if (plan_small_bwd(modes, M, lim, backward_select(), probe)) fast_bwd = true;
+    if (sel.kernel == 3 && plan_small_bwd(modes, M, lim, sel, probe)) fast_bwd = true;
   }
 
   // Group the modes. Every grouping does the same arithmetic (modes always apply last to first),

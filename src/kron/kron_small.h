@@ -154,8 +154,8 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
 /// one XOR per element (or vector) instead of the integer instructions of swz itself. The row
 /// offset row·N sits above every bit swz touches.
 /// This is small_pass_io, the general form (small_pass below is the forward's): the factor copy at
-/// `f_off` (the backward's pull-back passes read the
-/// untransposed copy, which makes the pass y[a] = Σ_j F[a, j] · x[j]), the results written to
+/// `f_off` (the backward's pull-back passes read the untransposed copy, which makes the pass
+/// y[a] = Σ_j F[a, j] · x[j]), the results written to
 /// `dst` (same layout; dst = buf: in place) or, in a final pass, to `out` (row stride ldo, vec_o:
 /// 16-byte stores allowed). kFwd (the forward's call) reads these from `a` instead: the forward's
 /// SASS stays exactly as it was measured (session 11 compared it).
