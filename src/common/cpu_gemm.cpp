@@ -74,24 +74,20 @@ MicroFn<Acc> pick() {
 }
 #endif
 
+/// The kernel this CPU runs (picked once per type).
+template <typename Acc>
+void micro(const Acc* ap, const Acc* bp, long long k, Acc* c) {
+#if defined(SK_GEMM_X86)
+  static const MicroFn<Acc> fn = pick<Acc>();
+  fn(ap, bp, k, c);
+#else
+  micro_base(ap, bp, k, c);
+#endif
+}
+
 }  // namespace
 
-void gemm_micro(const float* ap, const float* bp, long long k, float* c) {
-#if defined(SK_GEMM_X86)
-  static const MicroFn<float> fn = pick<float>();
-  fn(ap, bp, k, c);
-#else
-  micro_base(ap, bp, k, c);
-#endif
-}
-
-void gemm_micro(const double* ap, const double* bp, long long k, double* c) {
-#if defined(SK_GEMM_X86)
-  static const MicroFn<double> fn = pick<double>();
-  fn(ap, bp, k, c);
-#else
-  micro_base(ap, bp, k, c);
-#endif
-}
+void gemm_micro(const float* ap, const float* bp, long long k, float* c) { micro(ap, bp, k, c); }
+void gemm_micro(const double* ap, const double* bp, long long k, double* c) { micro(ap, bp, k, c); }
 
 }  // namespace sparsekern::detail

@@ -5,6 +5,7 @@
 // AVX2+FMA, chosen at load time), so a portable wheel still runs 8-wide FMAs where the CPU has them.
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 namespace sparsekern::detail {
 
@@ -56,6 +57,53 @@ void gemm_rows4(const T* a, long long a_rs, long long a_cs, long long m, long lo
     const int w = static_cast<int>(std::min<long long>(NR, n - j0));
     for (int i = 0; i < rows; ++i)
       for (int jj = 0; jj < w; ++jj) store(i0 + i, j0 + jj, c[i * NR + jj]);
+  }
+}
+
+/// C[b] = A[b] · B[b] for b < batch (A[b] m × k at a + b·a_bs with strides a_rs, a_cs; B[b] k × n
+/// likewise), each element of C handed to store(b, i, j, value). B is packed once per batch entry,
+/// or once in all when shared (batch 1 or b_bs = 0: then the row blocks of every entry run in
+/// parallel; otherwise the entries do, each thread packing its own).
+template <typename T, typename Acc, class Store>
+void gemm_batched(long long batch, long long m, long long n, long long k, const T* a, long long a_bs,
+                  long long a_rs, long long a_cs, const T* b, long long b_bs, long long b_rs, long long b_cs,
+                  Store&& store) {
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  const std::size_t psize = gemm_packed_b_size<Acc>(k, n);
+  const std::size_t asize = static_cast<std::size_t>(kGemmMR * std::max<long long>(k, 1));
+  const long long mblocks = (m + kGemmMR - 1) / kGemmMR;
+  const bool parallel = batch * m * n * k > (1 << 16);
+  auto rows4 = [&](long long e, long long ib, const Acc* bp, Acc* ap) {
+    gemm_rows4<T, Acc>(a + e * a_bs, a_rs, a_cs, m, k, n, ib * kGemmMR, bp, ap,
+                       [&](long long i, long long j, Acc v) { store(e, i, j, v); });
+  };
+  if (batch == 1 || b_bs == 0) {
+    std::vector<Acc> bp(psize);
+    gemm_pack_b<T, Acc>(b, b_rs, b_cs, k, n, bp.data());
+#if defined(_OPENMP)
+#pragma omp parallel if (parallel)
+#endif
+    {
+      std::vector<Acc> ap(asize);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+      for (long long t = 0; t < batch * mblocks; ++t) rows4(t / mblocks, t % mblocks, bp.data(), ap.data());
+    }
+    return;
+  }
+#if defined(_OPENMP)
+#pragma omp parallel if (parallel)
+#endif
+  {
+    std::vector<Acc> bp(psize), ap(asize);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+    for (long long e = 0; e < batch; ++e) {
+      gemm_pack_b<T, Acc>(b + e * b_bs, b_rs, b_cs, k, n, bp.data());
+      for (long long ib = 0; ib < mblocks; ++ib) rows4(e, ib, bp.data(), ap.data());
+    }
   }
 }
 

@@ -207,58 +207,17 @@ void run_fused_rn(bool backward, int rn, const FusedArgs& a, long long grid, std
     run_fused<Ops, 8>(backward, a, grid, smem);
 }
 
-/// C[b] = A[b] · B[b] through the register-tiled CPU GEMM (src/common/cpu_gemm.h): B packed once per
-/// batch entry (once in all when shared), so its inner loops run at unit stride whatever the
-/// operands' strides (the batched steps read B transposed, p apart: the unpacked row loop of
-/// sessions 1-10 ran 256 × (128 ⊗ 128) 7x slower than torch per factor on 2 cores).
+/// C[b] = A[b] · B[b] through the register-tiled CPU GEMM (src/common/cpu_gemm.h), B packed, so its
+/// inner loops run at unit stride whatever the operands' strides (the batched steps read B
+/// transposed, p apart: the unpacked row loop of sessions 1-10 ran 256 × (128 ⊗ 128) 7x slower
+/// than torch per factor on 2 cores).
 template <typename T, typename CT>
 void gemm_typed(const GemmDesc& g) {
   using Acc = typename acc_type<T>::type;
-  using sparsekern::detail::gemm_pack_b;
-  using sparsekern::detail::gemm_packed_b_size;
-  using sparsekern::detail::gemm_rows4;
-  using sparsekern::detail::kGemmMR;
-  if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
-  const T* A = static_cast<const T*>(g.a);
-  const T* B = static_cast<const T*>(g.b);
   CT* C = static_cast<CT*>(g.c);
-  const std::size_t psize = gemm_packed_b_size<Acc>(g.k, g.n);
-  const long long mblocks = (g.m + kGemmMR - 1) / kGemmMR;
-  const bool parallel = g.batch * g.m * g.n * g.k > (1 << 16);
-  auto rows4 = [&](long long b, long long ib, const Acc* bp, Acc* ap) {
-    CT* c = C + b * g.c_bs;
-    gemm_rows4<T, Acc>(A + b * g.a_bs, g.a_rs, g.a_cs, g.m, g.k, g.n, ib * kGemmMR, bp, ap,
-                       [&](long long i, long long j, Acc v) { c[i * g.c_rs + j] = CT(v); });
-  };
-  if (g.batch == 1 || g.b_bs == 0) {  // one B: packed once, row blocks of every batch entry in parallel
-    std::vector<Acc> bp(psize);
-    gemm_pack_b<T, Acc>(B, g.b_rs, g.b_cs, g.k, g.n, bp.data());
-#if defined(_OPENMP)
-#pragma omp parallel if (parallel)
-#endif
-    {
-      std::vector<Acc> ap(static_cast<std::size_t>(kGemmMR * std::max<long long>(g.k, 1)));
-#if defined(_OPENMP)
-#pragma omp for schedule(static)
-#endif
-      for (long long t = 0; t < g.batch * mblocks; ++t) rows4(t / mblocks, t % mblocks, bp.data(), ap.data());
-    }
-    return;
-  }
-  // A B per batch entry: each thread packs the entries it computes.
-#if defined(_OPENMP)
-#pragma omp parallel if (parallel)
-#endif
-  {
-    std::vector<Acc> bp(psize), ap(static_cast<std::size_t>(kGemmMR * std::max<long long>(g.k, 1)));
-#if defined(_OPENMP)
-#pragma omp for schedule(static)
-#endif
-    for (long long b = 0; b < g.batch; ++b) {
-      gemm_pack_b<T, Acc>(B + b * g.b_bs, g.b_rs, g.b_cs, g.k, g.n, bp.data());
-      for (long long ib = 0; ib < mblocks; ++ib) rows4(b, ib, bp.data(), ap.data());
-    }
-  }
+  sparsekern::detail::gemm_batched<T, Acc>(
+      g.batch, g.m, g.n, g.k, static_cast<const T*>(g.a), g.a_bs, g.a_rs, g.a_cs, static_cast<const T*>(g.b), g.b_bs,
+      g.b_rs, g.b_cs, [&](long long b, long long i, long long j, Acc v) { C[b * g.c_bs + i * g.c_rs + j] = CT(v); });
 }
 
 template <typename T>
