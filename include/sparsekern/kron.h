@@ -142,10 +142,11 @@ std::string forward_kernel();
 /// the environment again). "new:tile=8,rows=N,stages=1|2,grid=N" overrides the plan's choices (for
 /// measurements and tests); any other name throws InvalidArgument. backward_kernel() returns the
 /// selection in the same syntax.
-/// "small" (or "small:threads=128|256,grid=N") also runs the fiber-per-thread backward for the
-/// products the small-factor forward takes (fp32, square factors of 4, 8, 16 or 32, 1024 ≤ Π p ≤
-/// 8192): one kernel for ∂ℓ/∂X and every ∂ℓ/∂F, all intermediate states in shared memory; other
-/// shapes as "auto". Opt-in only until it is measured against the default.
+/// The fiber-per-thread backward runs the products the small-factor forward takes (fp32, square
+/// factors of 4, 8, 16 or 32, 1024 ≤ Π p ≤ 8192): one kernel for ∂ℓ/∂X and every ∂ℓ/∂F, all
+/// intermediate states in shared memory. "auto" takes it for three or more factors (1.3-2.6x
+/// faster than the generic fused backward on an H100); "small" (or "small:threads=128|256,grid=N")
+/// for two as well (32 ⊗ 32, where the register-tile backward is faster); other shapes as "auto".
 void set_backward_kernel(const std::string& name);
 std::string backward_kernel();
 

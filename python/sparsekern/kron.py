@@ -37,9 +37,11 @@ and (96, 64)) and three or more factors with p·q ≥ 1024 each ((128,[32,32,32]
 351); everything else (and the CPU) keeps the fused backward, e.g. (1024,[8,8,8,8]) 232 µs fused
 against 635. ``SPARSEKERN_KRON_BWD=steps`` or ``=fused`` (read on every backward call) forces one;
 ``SPARSEKERN_KRON_BWD_KERNEL=old`` (``_C.kron_set_backward_kernel``) turns the register-tile
-kernel off; ``=small`` (opt-in, not yet measured against the default) runs the fiber-per-thread
-backward (kron_small_bwd.h: one kernel for ∂ℓ/∂x and every ∂ℓ/∂F) where the small-factor forward
-runs (square fp32 factors of 4 … 32, 1024 ≤ ∏ p ≤ 8192).
+kernel off. Where the small-factor forward runs (square fp32 factors of 4 … 32, 1024 ≤ ∏ p ≤ 8192)
+with three or more factors, the fused backward is the fiber-per-thread kernel (kron_small_bwd.h:
+one kernel for ∂ℓ/∂x and every ∂ℓ/∂F; H100, device µs, against the generic fused kernel:
+(1024,[8,8,8,8]) 85 against 190, (1024,[16,16,16]) 105 against 134, (256,[16,16,32]) 72 against
+127); ``=small`` takes it for (32, 32) too, ``=new`` and ``=old`` never.
 Under ``torch.compile`` the choice is made when the backward is traced. The steps backward is made
 of differentiable torch ops, so it also supports double backward (``create_graph=True``); in a
 plain backward on CUDA its one transposed copy (of ∂ℓ/∂y) runs the library's tiled transpose.

@@ -63,7 +63,12 @@
 //                               ∂ℓ/∂Y): with (32 ⊗ 32) and (64 ⊗ 64) it fits two blocks per SM
 //
 // fp32 backward of the small-factor forward's products (the fiber-per-thread backward of
-// kron_small_bwd.h; SPARSEKERN_KRON_BWD_KERNEL=small only, not yet measured on a GPU):
+// kron_small_bwd.h; SPARSEKERN_KRON_BWD_KERNEL=auto (the default) and =small, =new and =old never):
+//   which products (auto)       → three or more factors (H100, µs, against the generic fused
+//                                 backward: 1024 × (8⊗8⊗8⊗8) 85 vs 190, (16⊗16⊗16) 105 vs 134,
+//                                 (4⊗4⊗4⊗4⊗4) 38 vs 69, 256 × (16⊗16⊗32) 72 vs 127); two factors
+//                                 ((32⊗32), the only pair in scope) stay with the register-tile
+//                                 backward (1024 rows: 32 vs 41)
 //   threads, rows per tile      → as the small-factor forward's
 //   shared memory               → both factor copies and n + 1 tiles (X, ∂ℓ/∂Y, n − 1 states; the
 //                                 next tile loads into the first two states that die; two modes
@@ -574,9 +579,16 @@ bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& l
   return true;
 }
 
+/// Whether the backward selection takes the fiber-per-thread backward (kron_small_bwd.h) where it
+/// fits: "small" always, "auto" for three or more factors (measured faster than the generic fused
+/// backward for every such product of the bench; the only two-factor product in its scope,
+/// 32 ⊗ 32, runs faster in the register-tile backward; see the table at the top).
+bool small_bwd_selected(const FwdSelect& sel, const std::vector<ModeDims>& modes) {
+  return sel.kernel == 3 || (sel.kernel == 2 && modes.size() >= 3);
+}
+
 /// Fills seg's small_* and small_bwd fields when the fiber-per-thread backward (kron_small_bwd.h)
-/// takes these modes (the forward's scope; selected by SPARSEKERN_KRON_BWD_KERNEL=small only: not
-/// yet measured against the other backwards); false otherwise. Threads as the forward's; shared
+/// takes these modes (the forward's scope); false otherwise. Threads as the forward's; shared
 /// memory: both factor copies and a pool of n + 1 tiles (n + 2 for two modes: X, ∂ℓ/∂Y, the states
 /// S⁽¹⁾ … S⁽ⁿ⁻¹⁾, and the next tile's inputs in the first states that die).
 bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
@@ -730,7 +742,7 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
     }
     Segment probe;
-    if (sel.kernel == 3 && plan_small_bwd(modes, M, lim, sel, probe)) fast_bwd = true;
+    if (small_bwd_selected(sel, modes) && plan_small_bwd(modes, M, lim, sel, probe)) fast_bwd = true;
   }
 
   // Group the modes. Every grouping does the same arithmetic (modes always apply last to first),
@@ -806,7 +818,7 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       // Two modes in one group, fp32: the register-tile backward when selected and it fits.
       if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
         const FwdSelect sel = backward_select();
-        const bool small = sel.kernel == 3 && plan_small_bwd(modes, M, lim, sel, seg);
+        const bool small = small_bwd_selected(sel, modes) && plan_small_bwd(modes, M, lim, sel, seg);
         if (!small && sel.kernel >= 1) plan_fast_bwd(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
       }
     } else {

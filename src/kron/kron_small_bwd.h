@@ -2,7 +2,8 @@
 // Fiber-per-thread fused backward for small square factors (fp32, one group over every mode, the
 // forward's scope: small_eligible): the block program shared by the CUDA kernel
 // (kron_small_bwd_f32.cu) and the CPU backend's emulation (kron_matmul_cpu.cpp). It reuses the
-// forward's passes (kron_small.h); selected by SPARSEKERN_KRON_BWD_KERNEL=small only.
+// forward's passes (kron_small.h); the default for three or more factors (kron_plan.cpp says why),
+// SPARSEKERN_KRON_BWD_KERNEL=small for two as well.
 //
 // What a tile of R rows computes. With S⁽ᵗ⁾ = X ×₀ F₀ … ×ₜ₋₁ Fₜ₋₁ (the modes before t applied;
 // S⁽⁰⁾ = X) and H⁽ᵗ⁾ = ∂ℓ/∂Y ×ₙ₋₁ Fₙ₋₁ᵀ … ×ₜ₊₁ Fₜ₊₁ᵀ (the modes after t pulled back; H⁽ⁿ⁻¹⁾ = ∂ℓ/∂Y),
@@ -16,8 +17,8 @@
 // stores Y. 3n − 1 passes per tile against the forward's n, all on shared memory.
 // Pull-back passes are the forward's pass with the untransposed factor copy: y[a] = Σ_j F[a, j]·h[j].
 // Contraction passes: a thread owns a 4 × 4 block of ∂ℓ/∂Fₜ (B = (p/4)² blocks) and every
-// (nt/B)-th fiber of the tile (consecutive lanes, consecutive fibers), 2p fibers per tile, with 16
-// FFMAs per fiber; its 16 sums live in the thread's registers (a local array per mode) across the
+// (nt/B)-th fiber of the tile (consecutive lanes, consecutive fibers; for s > 1 groups of four
+// fibers, read as 16-byte vectors), with 16 FFMAs per fiber; its 16 sums live in the thread's registers (a local array per mode) across the
 // block's tiles. After the last tile the block adds its threads' sums (fixed order: deterministic)
 // into its partial ∂ℓ/∂Fₜ, and one reduction launch sums the blocks' partials (as the other fused
 // backwards do).
@@ -52,6 +53,12 @@ SK_KRON_FN void small_load_factors_plain(const SmallBwdArgs& b, float* sm, int t
 
 /// The contraction pass of mode t: acc[u·4 + v] += Σ over the thread's fibers of s[a0 + u]·h[j0 + v]
 /// (s from the state buffer `sb`, h from the gradient buffer `hb`, both in the tile layout).
+/// Addressing as in small_pass_io: a fiber's element a sits at swz(base) ^ swz(a·s) (disjoint bits),
+/// so the eight element offsets of the thread's 4 × 4 block are computed once per pass and each
+/// fiber (or group) costs one swizzle. s = 1 (the last mode): whole fibers, one 16-byte vector of s
+/// and one of h each. s > 1 (s ≥ 4): groups of four fibers with consecutive lo, whose element a is
+/// one 16-byte vector, so a group is eight vector loads for 64 FFMAs (session 11's pass loaded the
+/// same elements one float at a time, each address a full swizzle: ~4 instructions per FFMA).
 template <int P>
 SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const float* hb, int tid, int nt,
                               float* acc) {
@@ -60,31 +67,57 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
   const int sl = tid % slices, blk = tid / slices;
   const int a0 = (blk / PB) * 4, j0 = (blk % PB) * 4;
   const int ls = a.md[t].ls;
-  const int lf = a.ln - LP;               // log2 fibers per row
-  const int fibers = a.rows << lf;        // fibers of the tile
-  const int lo_mask = (1 << ls) - 1;
+  const char* const sbb = reinterpret_cast<const char*>(sb);
+  const char* const hbb = reinterpret_cast<const char*>(hb);
+  int os[4], oh[4];  // byte offsets of elements a0 + u and j0 + v of a fiber from its base
+  SK_KRON_UNROLL
+  for (int u = 0; u < 4; ++u) {
+    os[u] = small_swz((a0 + u) << ls) << 2;
+    oh[u] = small_swz((j0 + u) << ls) << 2;
+  }
   float c[16];
   SK_KRON_UNROLL
   for (int k = 0; k < 16; ++k) c[k] = acc[k];
-  for (int q = sl; q < fibers; q += slices) {
-    const int r = q >> lf, f = q & ((1 << lf) - 1);
-    // Fiber f = hi·s + lo starts at element hi·p·s + lo of its row.
-    const int base = (r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask);
-    float sv[4], hv[4];
-    if (ls == 0) {  // contiguous, 16-byte aligned: one vector each (the swizzle keeps 16-byte chunks)
-      lds4(sb + small_swz(base + a0), sv);
-      lds4(hb + small_swz(base + j0), hv);
-    } else {
+  if (ls == 0) {
+    // Fiber q of the tile starts at element q·P (rows are whole fibers); a0 and j0 are multiples
+    // of 4, so each operand is one 16-byte vector.
+    const int fibers = a.rows << (a.ln - LP);
+#pragma unroll 2
+    for (int q = sl; q < fibers; q += slices) {
+      const int b = small_swz(q << LP) << 2;
+      float sv[4], hv[4];
+      lds4(reinterpret_cast<const float*>(sbb + (b ^ os[0])), sv);
+      lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[0])), hv);
       SK_KRON_UNROLL
       for (int u = 0; u < 4; ++u) {
-        sv[u] = sb[small_swz(base + ((a0 + u) << ls))];
-        hv[u] = hb[small_swz(base + ((j0 + u) << ls))];
+        SK_KRON_UNROLL
+        for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u] * hv[v];
       }
     }
-    SK_KRON_UNROLL
-    for (int u = 0; u < 4; ++u) {
+  } else {
+    // Group q = four fibers f = 4q … 4q + 3 (lo = f mod s, consecutive: s ≥ 4), fiber f starting at
+    // element hi·P·s + lo of its row, hi = f / s.
+    const int lg = a.ln - LP - 2;  // log2 groups per row
+    const int groups = a.rows << lg;
+    const int lo_mask = (1 << ls) - 1;
+#pragma unroll 2
+    for (int q = sl; q < groups; q += slices) {
+      const int r = q >> lg, f = (q & ((1 << lg) - 1)) << 2;
+      const int b = small_swz((r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask)) << 2;
+      float sv[4][4], hv[4][4];  // [element][fiber]
       SK_KRON_UNROLL
-      for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u] * hv[v];
+      for (int u = 0; u < 4; ++u) {
+        lds4(reinterpret_cast<const float*>(sbb + (b ^ os[u])), sv[u]);
+        lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[u])), hv[u]);
+      }
+      SK_KRON_UNROLL
+      for (int w = 0; w < 4; ++w) {
+        SK_KRON_UNROLL
+        for (int u = 0; u < 4; ++u) {
+          SK_KRON_UNROLL
+          for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u][w] * hv[v][w];
+        }
+      }
     }
   }
   SK_KRON_UNROLL

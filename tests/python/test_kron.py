@@ -595,13 +595,19 @@ def test_backward_small_strided(device):
 
 
 def test_backward_small_choice():
-    """Only SPARSEKERN_KRON_BWD_KERNEL=small takes the small-factor backward, and only where the
-    small-factor forward could run, with n + 1 tile buffers (n + 2 for two factors); other products
-    keep their kernels under "small"."""
+    """The default (auto) takes the small-factor backward for three or more factors, "small" for two
+    as well, "new" and "old" never; only where the small-factor forward could run, with n + 1 tile
+    buffers (n + 2 for two factors); other products keep their kernels under "small"."""
     _C.kron_set_backward_kernel("")
     try:
-        assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 4, backward=True)
+        assert "kernel=small-bwd threads=128 rows=1 bufs=5 " in _plan(1024, [(8, 8)] * 4, backward=True)
+        assert "kernel=small-bwd threads=128 rows=1 bufs=4 " in _plan(1024, [(16, 16)] * 3, backward=True)
         assert "kernel=regtile-bwd" in _plan(1024, [(32, 32)] * 2, backward=True)
+        assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 3, backward=True)  # N = 512
+        for other in ("new", "old"):
+            _C.kron_set_backward_kernel(other)
+            assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 4, backward=True)
+            assert "kernel=small-bwd" not in _plan(1024, [(32, 32)] * 2, backward=True)
         _C.kron_set_backward_kernel("small")
         assert _C.kron_backward_kernel() == "small"
         assert "kernel=small-bwd threads=128 rows=1 bufs=5 " in _plan(1024, [(8, 8)] * 4, backward=True)
@@ -1280,3 +1286,4 @@ def test_compile_fullgraph_module():
     assert rel_error(gx, x.grad) <= 1e-12
     for a, f in zip(gf, m.factors):
         assert rel_error(a, f.grad) <= 1e-12
+

@@ -77,6 +77,16 @@ diag_bsr_bench() {
   python3 -m sparsekern.bench.bsr $OUT/bsr.json > $OUT/bsr_summary.txt 2>&1
   grep -E "ERROR" $OUT/bsr_bench_rows.txt | cut -c1-200 | head -4
 }
+# diag_ncu_kron_bwd LIMIT BATCH P1,P2,... SEL KERNEL_REGEX: as diag_ncu_kron_fwd, for one native
+# backward (tools/diag/kron_bwd_one.py); the stall-sampled SASS csv stays in /tmp.
+diag_ncu_kron_bwd() {
+  local f=$OUT/ncu_bwd_$2_${3//,/x}_${4//[:=,]/_} c=/tmp/ncu_bwd_$2_${3//,/x}.src.csv
+  timeout $(cap $1) ncu --section SpeedOfLight --section WarpStateStats --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis_Tables --section LaunchStats --section InstructionStats --kernel-name regex:$5 --launch-skip 2 --launch-count 1 python3 $R/tools/diag/kron_bwd_one.py $2 $3 $4 > $f.txt 2>&1
+  echo "== bwd $2 $3 $4"
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|One or More Eligible|Executed Ipc A|Bank|bank|Grid Size|Block Size|Local" $f.txt | sed 's/  */ /g' | cut -c1-200 | head -24
+  timeout $(cap $1) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:$5 --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass python3 $R/tools/diag/kron_bwd_one.py $2 $3 $4 > $c 2>/dev/null
+  python3 $R/tools/diag/ncu_stalls.py $c 14 | cut -c1-180
+}
 # diag_kron_fwd_times LIMIT "BATCH P1,P2,... SEL" ...: device time of one kron forward per case under
 # the forward kernel selection SEL (tools/diag/kron_fwd_one.py --time), next to a copy of x.
 diag_kron_fwd_times() {
