@@ -9,6 +9,7 @@ and tails of partially filled tiles.
 from __future__ import annotations
 
 import functools
+import io
 import math
 
 import pytest
@@ -1287,3 +1288,57 @@ def test_compile_fullgraph_module():
     for a, f in zip(gf, m.factors):
         assert rel_error(a, f.grad) <= 1e-12
 
+
+def test_bench_summary():
+    """sparsekern.bench.kron.summarize: issue 5's numbers from bench rows (two cases with a FastKron
+    pair, one failed row that must be left out)."""
+    from sparsekern.bench.kron import summarize
+
+    def row(op, shape, ours, anchor, dev_ours, dev_anchor, bench=None, **kw):
+        r = dict(family="kron", op=f"kron_matmul {op}", shape=shape, ours=ours, anchor_time=anchor,
+                 ratio=ours / anchor, device_ms_ours=dev_ours, device_ms_anchor=dev_anchor,
+                 device_ratio=dev_ours / dev_anchor, **kw)
+        if bench:
+            r["bench"] = bench
+        return r
+
+    rows = [row("fwd", "1024x[8 8]", 0.02, 0.08, 0.01, 0.04, roofline_ms=0.005),
+            row("bwd", "1024x[8 8]", 0.05, 0.2, 0.03, 0.1),
+            row("fwd", "1024x[8 8]", 0.02, 0.1, 0.01, 0.05, bench="fwd_fastkron"),
+            row("bwd", "1024x[8 8]", 0.05, 0.1, 0.03, 0.06, bench="bwd_fastkron"),
+            row("fwd", "16x[4 4]", 0.01, 0.01, 0.004, 0.002, roofline_ms=0.001),
+            dict(family="kron", op="kron_matmul bwd", shape="16x[4 4]", error="boom", ours=float("nan"))]
+    out = io.StringIO()
+    s = summarize(rows, out=out)
+    by = {c["shape"]: c for c in s["cases"]}
+    assert by["1024x[8 8]"]["speedup_eager"] == pytest.approx(4.0)
+    assert by["1024x[8 8]"]["speedup_device"] == pytest.approx(4.0)
+    assert by["1024x[8 8]"]["pct_roofline"] == pytest.approx(50.0)
+    assert by["1024x[8 8]"]["bwd_over_fwd"] == pytest.approx(3.0)
+    assert by["1024x[8 8]"]["fastkron_fwd_over_ours"] == pytest.approx(5.0)
+    assert by["1024x[8 8]"]["fastkron_bwd_over_ours"] == pytest.approx(2.0)
+    assert math.isnan(by["16x[4 4]"]["bwd_over_fwd"])  # its backward row failed
+    assert s["geomean_eager"] == pytest.approx(2.0)  # sqrt(4 * 1)
+    assert s["geomean_device"] == pytest.approx(math.sqrt(2.0))  # sqrt(4 * 0.5)
+    assert s["slower_than_v2"] == ["16x[4 4]"]  # device time 2x v2's
+    assert "(target 60)" in out.getvalue().splitlines()[1]  # 1024 rows at 50% of the roofline
+
+
+def test_bench_fastkron_probe(monkeypatch):
+    """The bench's FastKron probe survives a peer that crashes: the case whose forward crashed is
+    named, the later cases still run (in a new child), and a wrong result is reported as such."""
+    from sparsekern.bench import kron as bk
+
+    fake = (
+        "import os, sys\n"
+        "for case in sys.argv[1:]:\n"
+        "    print('start', case, flush=True)\n"
+        "    if case.startswith('2:'):\n"
+        "        os.kill(os.getpid(), 11)\n"
+        "    print('done', case, 0.5 if case.startswith('3:') else 1e-7, flush=True)\n")
+    monkeypatch.setattr(bk, "_PROBE", fake)
+    got = bk._fastkron_probe([(1, [8, 8]), (2, [16, 16]), (3, [4, 4]), (4, [32, 32])])
+    assert got[(1, (8, 8))] is None
+    assert "crashed" in got[(2, (16, 16))]
+    assert "relative error 5.00e-01" in got[(3, (4, 4))]
+    assert got[(4, (32, 32))] is None

@@ -14,13 +14,22 @@ default stream made session 6's captures fail (cudaErrorStreamCaptureInvalidated
 When FastKron's Python package (pyfastkron 1.1, built from source for the GPU; the 1.1.0 wheel
 crashed on an H200 with CUDA 13) is importable with its CUDA backend loaded, each full-grid case
 also gets a forward and a backward row against FastKron (anchor "FastKron 1.1", extra
-bench="fwd_fastkron" / "bwd_fastkron"; its result verified against float64). Eager times only:
-FastKron launches on the stream that was current when it was imported, so its calls cannot be
-captured into a graph on another stream.
+bench="fwd_fastkron" / "bwd_fastkron"; its result verified against float64). Its backward is
+torch matmuls over the intermediates its forward kept (pyfastkron 1.1 has no backward kernels).
+The fwd_fastkron rows name the kernels of one FastKron call (anchor_kernels). FastKron launches on
+the stream that was current when it was imported, so its calls cannot be captured into a graph on
+another stream: these rows' device times (device_method "kernels") are both sides' summed kernel
+durations from the profiler, without the gaps between kernels that the graph times of the v2 rows
+include.
+
+``python -m sparsekern.bench.kron bench.json`` prints issue 5's numbers from a full-grid JSON
+(see :func:`summarize`).
 """
 from __future__ import annotations
 
+import json
 import math
+import sys
 
 import torch
 
@@ -46,19 +55,100 @@ def _fastkron():
         import pyfastkron.fastkrontorch as fk  # type: ignore
     except Exception:  # noqa: BLE001 - not installed, or a build that does not load: no rows
         return None
-    return fk if fastkronbase.fastkronCUDA is not None else None
+    if fastkronbase.fastkronCUDA is None:
+        return None
+    if fastkronbase.fastkronX86 is None:
+        # pyfastkron 1.1 runs its own kernels only where FastKronBase.supportedProcessor holds, which
+        # asks for the x86 backend even for CUDA tensors; a build with the CUDA backend alone would
+        # silently take the torch fallback (session 12's first FastKron rows did, and matched v2's
+        # times). The flag only gates that check: CUDA tensors go to the CUDA backend.
+        fk.fastkrontorch.x86 = True
+    return fk
+
+
+_PROBE = r"""
+import math, sys, torch
+from pyfastkron import fastkronbase
+import pyfastkron.fastkrontorch as fk
+from sparsekern.kron import kron_reference
+if fastkronbase.fastkronX86 is None:
+    fk.fastkrontorch.x86 = True
+torch.backends.cuda.matmul.allow_tf32 = False
+for case in sys.argv[1:]:
+    batch, sizes = case.split(":")
+    ps = [int(p) for p in sizes.split(",")]
+    print("start", case, flush=True)
+    x = torch.randn(int(batch), math.prod(ps), device="cuda")
+    fs = [torch.randn(p, p, device="cuda") / math.sqrt(p) for p in ps]
+    y = fk.gemkm(x, fs)
+    ref = kron_reference(x.double(), [f.double() for f in fs])
+    err = ((y.double() - ref).norm() / ref.norm()).item()
+    print("done", case, err, flush=True)
+"""
+
+
+def _fastkron_probe(grid) -> dict:
+    """{(batch, sizes): None if FastKron's forward ran and agreed with float64 to 1e-4, else why not},
+    from child processes: a FastKron kernel that crashes (pyfastkron 1.1 built for sm_90 segfaulted
+    in session 12) must not take the benchmark down. One child runs the cases in order; after a
+    crash the next child starts at the case after it."""
+    import os
+    import subprocess
+
+    keys = [f"{b}:{','.join(map(str, sz))}" for b, sz in grid]
+    status: dict = {}
+    i = 0
+    while i < len(keys):
+        try:
+            res = subprocess.run([sys.executable, "-c", _PROBE, *keys[i:]], capture_output=True, text=True,
+                                 timeout=300, env=dict(os.environ))
+            out, code = res.stdout, res.returncode
+        except subprocess.TimeoutExpired as e:
+            out, code = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
+        started = None
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "start":
+                started = parts[1]
+            elif len(parts) == 3 and parts[0] == "done":
+                err = float(parts[2])
+                status[parts[1]] = None if err <= 1e-4 else f"relative error {err:.2e} against float64"
+                started = None
+        if started is None:  # every case it started finished; a failure before the first case
+            for k in keys[i:]:
+                status.setdefault(k, f"probe exited with {code} before this case")
+            break
+        status[started] = f"FastKron's forward crashed (exit {code})"
+        i = keys.index(started) + 1
+    return {(b, tuple(sz)): status.get(k, "not probed") for (b, sz), k in zip(grid, keys)}
+
+
+def _kernel_names(fn) -> list[str]:
+    """Names of the GPU kernels one call of fn launches (torch.profiler), to show which code ran."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.name[:80] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
 def _fastkron_cases(fk, x, fs, shape, mode, flops, nbytes, tol, extra) -> list[Case]:
     """Forward and backward of ours against FastKron for one case (eager times; see the module doc)."""
+    if not fk.fastkrontorch.isSupported(x, fs):  # it would run torch ops, not FastKron
+        return []
     x64, f64 = x.double(), [f.double() for f in fs]
+    extra = dict(extra, anchor_kernels=_kernel_names(lambda: fk.gemkm(x, fs)))
 
     def verify_fwd():
         return rel_error(mode.wrap(lambda: fk.gemkm(x, fs))(), kron_reference(x64, f64))
 
     out = [Case("kron", "kron_matmul fwd", shape, "fp32", mode.wrap(lambda: kron_matmul(x, fs)),
                 mode.wrap(lambda: fk.gemkm(x, fs)), anchor_name="FastKron 1.1", flops=flops, bytes=nbytes,
-                verify=verify_fwd, tol=tol, extra=dict(extra, bench="fwd_fastkron"))]
+                verify=verify_fwd, tol=tol, extra=dict(extra, bench="fwd_fastkron"),
+                device_time=True, device_method="kernels")]
     xo, fo = x.clone().requires_grad_(), [f.clone().requires_grad_() for f in fs]
     xf, ff = x.clone().requires_grad_(), [f.clone().requires_grad_() for f in fs]
     gy = randn(*x.shape[:-1], math.prod(f.shape[1] for f in fs), dtype=x.dtype, device=x.device)
@@ -75,7 +165,8 @@ def _fastkron_cases(fk, x, fs, shape, mode, flops, nbytes, tol, extra) -> list[C
                     mode.wrap(lambda: torch.autograd.grad(y_ours, [xo, *fo], gy, retain_graph=True)),
                     mode.wrap(lambda: torch.autograd.grad(y_fk, [xf, *ff], gy, retain_graph=True)),
                     anchor_name="FastKron 1.1", flops=2 * flops, bytes=2 * nbytes, verify=verify_bwd,
-                    tol=4 * tol, extra=dict(extra, bench="bwd_fastkron")))
+                    tol=4 * tol, extra=dict(extra, bench="bwd_fastkron"), device_time=True,
+                    device_method="kernels"))
     return out
 
 
@@ -102,6 +193,7 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
     dtype = torch.float32
     mode = Tf32(False)
     fk = _fastkron() if device.type == "cuda" and not quick else None
+    probe = _fastkron_probe(grid) if fk is not None else {}
     out = []
     g = torch.Generator().manual_seed(0)
     for batch, sizes in grid:
@@ -169,6 +261,71 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         out.append(Case("kron", "kron_matmul bwd", shape, "fp32", mode.wrap(bwd(y_ours)), mode.wrap(bwd(y_ref)),
                         anchor_name="torch per factor (v2)", flops=2 * flops, bytes=2 * nbytes,
                         verify=verify_bwd, tol=4 * tol, extra=bextra, **dev_kw))
-        if fk is not None:
+        why = probe.get((batch, tuple(sizes)), "no FastKron")
+        if fk is not None and why is None:
             out += _fastkron_cases(fk, x, fs, shape, mode, flops, nbytes, tol, extra)
+        elif fk is not None:
+            print(f"[fastkron] {shape}: no FastKron rows: {why}", file=sys.stderr, flush=True)
+            for c in out[-2:]:  # this case's v2 rows say why FastKron has none
+                c.extra["fastkron_skipped"] = why
     return out
+
+
+def _geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summarize(rows: list[dict], out=sys.stdout) -> dict:
+    """Issue 5's targets from the rows of a full-grid run: per case the forward's speed-up over v2
+    (eager and device time), its device time as a share of the roofline (target ≥ 60% where the
+    batch is ≥ 1024), the backward's device time over the forward's (target ≤ 2.5), and FastKron's
+    forward and backward times over ours where its rows exist; then the forward's geometric-mean
+    speed-up (target ≥ 3x) and whether it is ever slower than v2."""
+    cases: dict = {}
+    for r in rows:
+        if r.get("family") != "kron" or "error" in r:
+            continue
+        kind = r["op"].split()[-1]  # fwd / bwd
+        peer = "fastkron" if r.get("bench", "").endswith("fastkron") else "v2"
+        cases.setdefault(r["shape"], {})[(kind, peer)] = r
+    lines, eager, device, slower, skipped = [], [], [], [], []
+    hdr = (f"{'case':18s} {'fwd us':>7s} {'x v2':>5s} {'x v2 dev':>8s} {'% roof':>6s} {'bwd/fwd':>7s}"
+           f" {'FK fwd/ours':>11s} {'FK bwd/ours':>11s}")
+    print(hdr, file=out)
+    for shape, c in cases.items():
+        f, b = c.get(("fwd", "v2")), c.get(("bwd", "v2"))
+        if f is None:
+            continue
+        batch = int(shape.split("x")[0])
+        dev = f.get("device_ms_ours", float("nan"))
+        eager.append(1 / f["ratio"])
+        if "device_ratio" in f:
+            device.append(1 / f["device_ratio"])
+        if f["ratio"] > 1 or f.get("device_ratio", 0) > 1:
+            slower.append(shape)
+        roof = 100 * f["roofline_ms"] / dev if "roofline_ms" in f else float("nan")
+        bf = b["device_ms_ours"] / dev if b is not None and "device_ms_ours" in b else float("nan")
+        fk = [c[(k, "fastkron")].get("device_ms_anchor", float("nan")) / c[(k, "fastkron")]["device_ms_ours"]
+              if (k, "fastkron") in c and "device_ms_ours" in c[(k, "fastkron")] else float("nan")
+              for k in ("fwd", "bwd")]
+        flag = " (target 60)" if batch >= 1024 and roof < 60 else ""
+        print(f"{shape:18s} {1e3 * dev:7.1f} {1 / f['ratio']:5.2f} {1 / f.get('device_ratio', float('nan')):8.2f}"
+              f" {roof:6.1f} {bf:7.2f} {fk[0]:11.2f} {fk[1]:11.2f}{flag}", file=out)
+        if "fastkron_skipped" in f:
+            skipped.append(f"{shape}: {f['fastkron_skipped']}")
+        lines.append(dict(shape=shape, fwd_device_ms=dev, speedup_eager=1 / f["ratio"],
+                          speedup_device=1 / f.get("device_ratio", float("nan")), pct_roofline=roof,
+                          bwd_over_fwd=bf, fastkron_fwd_over_ours=fk[0], fastkron_bwd_over_ours=fk[1]))
+    summary = dict(cases=lines, geomean_eager=_geomean(eager), geomean_device=_geomean(device),
+                   slower_than_v2=slower, fastkron_skipped=skipped)
+    for line in skipped:
+        print(f"no FastKron rows for {line}", file=out)
+    print(f"forward vs v2, geometric mean: {summary['geomean_eager']:.2f}x eager, "
+          f"{summary['geomean_device']:.2f}x device (target 3x); slower than v2: {slower or 'none'}", file=out)
+    return summary
+
+
+if __name__ == "__main__":  # python -m sparsekern.bench.kron bench.json
+    with open(sys.argv[1]) as fh:
+        summarize(json.load(fh)["rows"])
