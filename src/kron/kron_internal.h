@@ -294,6 +294,11 @@ struct Segment {
   // small_rows as above, smem / ntiles / grid the backward's own
   bool small_bwd = false;
   int small_nbuf = 0;             ///< tile buffers of the backward's pool
+  // Natural order (forward only, see make_plan's tail split): the segment keeps the modes in
+  // place instead of rotating them. The fused tail (modes 1 … n−1, run by the small-factor or the
+  // register-tile kernel) reads its input (M, L, s_in) as M·L rows of s_in and writes (M, L, s_out);
+  // the GEMM head (mode 0) then reads (M, p, L) and writes (M, q, L), Y's own layout.
+  bool natural = false;
 };
 
 /// Shared-memory layout of the register-tile forward for a group of modes (see kron_fast.h).
@@ -346,9 +351,11 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
 
 
 /// Plans the kernels for M rows and these factor shapes on a device with `lim`.
-/// `backward` plans the recompute + backward (fused groups then hold more buffers).
+/// `backward` plans the recompute + backward (fused groups then hold more buffers). `x_dense`: the
+/// forward's X rows are Π p elements apart (allows the natural-order tail split, which views X as
+/// M · p₀ rows).
 Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
-               bool backward);
+               bool backward, bool x_dense = false);
 
 /// Executes plan steps on one device type. The dispatch (kron_matmul.cpp) orchestrates the steps;
 /// backends only run them.

@@ -211,6 +211,8 @@ struct Run {
   const MatrixView* factors = nullptr;
   Shapes sh;
   int vec = 1;  // elements per 16 bytes
+  bool x_dense = false;   // X's rows are Π p elements apart (see make_plan)
+  bool gx_dense = true;   // the backward's ∂ℓ/∂X (when wanted) too
 };
 
 bool vec_ok(const Run& r, const void* p, long long ld, long long chunk) {
@@ -236,6 +238,25 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
                      long long ld_out, void* t0 = nullptr) {
   const long long M = r.sh.M;
   if (M == 0) return;
+  if (seg.kind == SegKind::fused && seg.natural) {
+    // The natural split's tail (make_plan): modes first … n−1 over M · L rows of s_in, as one
+    // whole-row product of those modes. The planner took it only for dense X rows, and the next
+    // state's rows are L · s_out apart.
+    SK_EXPECTS(ld_in == seg.L * seg.s_in && ld_out == seg.L * seg.s_out,
+               "kron: the natural split needs dense rows (internal plan error)");
+    Run sub = r;
+    sub.sh.M = M * seg.L;
+    sub.sh.modes.assign(r.sh.modes.begin() + seg.first, r.sh.modes.end());
+    sub.sh.P = seg.s_in;
+    sub.sh.Q = seg.s_out;
+    sub.factors = r.factors + seg.first;
+    Segment whole = seg;
+    whole.first = 0;
+    whole.L = 1;
+    whole.natural = false;
+    segment_forward(sub, whole, in, seg.s_in, out, seg.s_out);
+    return;
+  }
   if (seg.kind == SegKind::fused && seg.small) {  // fp32, L = 1: in is X, out is Y
     detail::SmallArgs a = small_args(seg, r.sh, r.factors);
     fp32_io(r, a, in, ld_in, out, ld_out, t0);
@@ -273,6 +294,10 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
     g.a = f.data; g.a_rs = f.col_stride; g.a_cs = f.row_stride; g.a_bs = 0;
     g.b = in; g.b_rs = 1; g.b_cs = p; g.b_bs = ld_in;
     g.c = out; g.c_rs = L; g.c_bs = ld_out;
+    if (seg.natural) {  // the natural split's head: in_m is (p × L) itself
+      g.b_rs = L;
+      g.b_cs = 1;
+    }
   }
   r.be->gemm(r.dtype, g, r.math, r.blas, r.device, r.stream);
 }
@@ -313,6 +338,26 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
   const long long M = r.sh.M;
   const std::size_t as = detail::acc_size(r.dtype);
   auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
+  if (seg.kind == SegKind::fused && seg.natural) {
+    // The natural split's tail (see segment_forward): the backward of modes first … n−1 over M · L
+    // rows; the planner took it only for dense rows of X and ∂ℓ/∂X.
+    SK_EXPECTS(M == 0 || (ldx == seg.L * seg.s_in && ldg == seg.L * seg.s_out &&
+                          (gx == nullptr || ldgx == seg.L * seg.s_in)),
+               "kron: the natural split needs dense rows (internal plan error)");
+    Run sub = r;
+    sub.sh.M = M * seg.L;
+    sub.sh.modes.assign(r.sh.modes.begin() + seg.first, r.sh.modes.end());
+    sub.sh.P = seg.s_in;
+    sub.sh.Q = seg.s_out;
+    sub.factors = r.factors + seg.first;
+    Segment whole = seg;
+    whole.first = 0;
+    whole.L = 1;
+    whole.natural = false;
+    segment_backward(sub, whole, x, seg.s_in, g, seg.s_out, gx, seg.s_in,
+                     grad_factors != nullptr ? grad_factors + seg.first : nullptr, partial, acc, nullptr);
+    return;
+  }
   if (seg.kind == SegKind::fused && seg.small_bwd) {  // fp32, one group: x is X, g is ∂ℓ/∂Y
     detail::SmallBwdArgs a;
     a.a = small_args(seg, r.sh, r.factors);
@@ -422,6 +467,10 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
         gd.batch = nb; gd.m = p; gd.k = L; gd.n = q;
         gd.a = static_cast<const char*>(x) + static_cast<std::size_t>(m0 * ldx) * es;
         gd.a_rs = 1; gd.a_cs = p; gd.a_bs = ldx;
+        if (seg.natural) {  // X_m is (p × L) itself
+          gd.a_rs = L;
+          gd.a_cs = 1;
+        }
         gd.b = static_cast<const char*>(g) + static_cast<std::size_t>(m0 * ldg) * es;
         gd.b_rs = 1; gd.b_cs = L; gd.b_bs = ldg;
         gd.c = partial; gd.c_rs = q; gd.c_bs = p * q; gd.c_acc = true;
@@ -446,6 +495,12 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     }
     gd.b = f.data; gd.b_rs = f.col_stride; gd.b_cs = f.row_stride; gd.b_bs = 0;
     gd.c = gx; gd.c_rs = L == 1 ? ldgx : p; gd.c_bs = L == 1 ? 0 : ldgx;
+    if (seg.natural) {  // the natural split's head: per row m, (p × L) = F (p × q) · G_m (q × L)
+      gd.batch = M; gd.m = p; gd.k = q; gd.n = L;
+      gd.a = f.data; gd.a_rs = f.row_stride; gd.a_cs = f.col_stride; gd.a_bs = 0;
+      gd.b = g; gd.b_rs = L; gd.b_cs = 1; gd.b_bs = ldg;
+      gd.c = gx; gd.c_rs = L; gd.c_bs = ldgx;
+    }
     r.be->gemm(r.dtype, gd, r.math, r.blas, r.device, r.stream);
   }
 }
@@ -479,12 +534,14 @@ Run checked_forward(const MatmulParams& p, Stream stream) {
   r.sh.M = M;
   check_rows("x", p.x.data, p.x.rows, p.x.cols, p.x.row_stride, p.x.col_stride, M, r.sh.P);
   check_rows("y", p.y.data, p.y.rows, p.y.cols, p.y.row_stride, p.y.col_stride, M, r.sh.Q);
+  r.x_dense = row_ld(p.x.row_stride, M, r.sh.P) == r.sh.P;
   SK_EXPECTS(M == 0 || p.y.data != p.x.data, "`y` must not alias `x`");
   return r;
 }
 
 Plan plan_for(const Run& r, bool backward) {
-  return detail::make_plan(r.sh.M, r.sh.modes, r.dtype, limits_for(*r.be, r.device), backward);
+  return detail::make_plan(r.sh.M, r.sh.modes, r.dtype, limits_for(*r.be, r.device), backward,
+                           r.x_dense && (!backward || r.gx_dense));
 }
 
 /// Bytes of the saved-states region of the backward plan `bwd` (its input states of groups 1 …
@@ -494,7 +551,9 @@ std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
   const std::size_t NS = bwd.segs.size();
   if (NS < 2 || fwd.segs.size() != NS || fwd.state != bwd.state) return 0;
   for (std::size_t s = 0; s < NS; ++s)
-    if (fwd.segs[s].first != bwd.segs[s].first || fwd.segs[s].count != bwd.segs[s].count) return 0;
+    if (fwd.segs[s].first != bwd.segs[s].first || fwd.segs[s].count != bwd.segs[s].count ||
+        fwd.segs[s].natural != bwd.segs[s].natural)  // a natural-order state is laid out unlike a rotated one
+      return 0;
   return bwd.off_grad[0];  // the saved states come first; the state gradients start after them
 }
 
@@ -582,9 +641,11 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
   check_rows("x", p.x.data, p.x.rows, p.x.cols, p.x.row_stride, p.x.col_stride, M, r.sh.P);
   check_rows("grad_y", p.grad_y.data, p.grad_y.rows, p.grad_y.cols, p.grad_y.row_stride,
              p.grad_y.col_stride, M, r.sh.Q);
+  r.x_dense = row_ld(p.x.row_stride, M, r.sh.P) == r.sh.P;
   if (p.grad_x.data != nullptr) {
     check_rows("grad_x", p.grad_x.data, p.grad_x.rows, p.grad_x.cols, p.grad_x.row_stride,
                p.grad_x.col_stride, M, r.sh.P);
+    r.gx_dense = row_ld(p.grad_x.row_stride, M, r.sh.P) == r.sh.P;
     SK_EXPECTS(M == 0 || (p.grad_x.data != p.x.data && p.grad_x.data != p.grad_y.data),
                "`grad_x` must not alias `x` or `grad_y`");
   }
@@ -699,6 +760,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
   Run r = make_run(p.dtype, p.device, p.factors, p.num_factors, p.fp32_math, p.blas_workspace, nullptr,
                    "kron::describe_plan");
   r.sh.M = std::max<long long>(p.x.rows, 0);
+  r.x_dense = row_ld(p.x.row_stride, r.sh.M, r.sh.P) == r.sh.P;
   const Plan plan = plan_for(r, backward);
   // Built with detail::append, not iostreams: see src/common/check.h (iostreams crashed inside our
   // module on the GPU machine, whose toolchain links libstdc++ statically).
@@ -712,6 +774,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
     for (int k = seg.first; k < seg.first + seg.count; ++k)
       append(os, concat(k > seg.first ? " " : "", r.sh.modes[k].p, "x", r.sh.modes[k].q));
     append(os, concat("] L=", seg.L));
+    if (seg.natural) append(os, seg.kind == SegKind::fused ? " order=natural rows=M*L" : " order=natural");
     if (seg.kind == SegKind::fused && seg.fast && plan.backward) {
       detail::FastBwdArgs ka;
       detail::fast_bwd_layout(r.sh.modes, seg.kept_chunks, seg.kept_nstage, true, ka);

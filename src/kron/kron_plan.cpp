@@ -74,10 +74,25 @@
 //                                 next tile loads into the first two states that die; two modes
 //                                 add a spare tile): 8⊗8⊗8⊗8 five 16 KB tiles, two blocks per SM
 //   grid                        → persistent, as many blocks as are resident at once
+//
+// fp32 products that no single kernel above takes but whose modes 1 … n−1 one does (the
+// natural-order split, natural_tail / plan_natural_tail_bwd; X's rows, and ∂ℓ/∂X's in the
+// backward, dense; never under "old"):
+//   forward                     → that kernel over X as M · p₀ rows of Π_{k≥1} p (its own layout,
+//                                 no transpose), then mode 0 as one strided-batched GEMM (F₀ᵀ times
+//                                 each row's p₀ × Π_{k≥1} q block)
+//                                 (H100, device µs, against the generic groups: 256 × (16⊗16⊗16⊗16)
+//                                 149 vs 224, 128 × (32⊗32⊗32) 45 vs 64, 64 × (8⊗8⊗8⊗8⊗8) 23 vs 42,
+//                                 16 × (16⊗16⊗16⊗16) 14 vs 31)
+//   backward                    → the recompute of the tail's output, the head's GEMMs (∂ℓ/∂F₀ and
+//                                 the pulled-back gradient), then the small-factor or register-tile
+//                                 backward over the M · p₀ rows (256 × (16⊗16⊗16⊗16) 473 vs 1082,
+//                                 128 × (32⊗32⊗32) 180 vs 303 generic and 237 step-wise)
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "../common/check.h"
@@ -587,6 +602,27 @@ bool small_bwd_selected(const FwdSelect& sel, const std::vector<ModeDims>& modes
   return sel.kernel == 3 || (sel.kernel == 2 && modes.size() >= 3);
 }
 
+/// Whether the forward splits off mode 0 (the natural-order split): where no single kernel of
+/// the small-factor or register-tile kind takes the whole product (e.g. 256 × (16⊗16⊗16⊗16):
+/// Π p = 65536 is past the small-factor kernel's 8192; 128 × (32⊗32⊗32)) but one takes modes
+/// 1 … n−1 over the M · p₀ rows of X's natural layout, followed by one strided-batched GEMM for
+/// mode 0 (per row of X: Yₘ (q₀ × L) = F₀ᵀ · Tₘ (p₀ × L)). Two passes over the data like the
+/// generic plan's two groups, but through the faster kernels. Never under "old". X's rows must be
+/// dense (make_plan's x_dense). See the table at the top for the measurements.
+bool natural_tail(long long M, const std::vector<ModeDims>& modes, const Limits& lim, const FwdSelect& sel) {
+  const int n = static_cast<int>(modes.size());
+  if (sel.kernel < 1 || n < 3 || M < 1 || lim.smem_block_max == 0) return false;
+  Segment probe;
+  if ((sel.kernel >= 2 && plan_small(modes, M, lim, sel, probe)) ||
+      plan_fast(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, probe))
+    return false;  // one kernel takes every mode
+  if (M > (1LL << 40) / modes[0].p) return false;
+  const std::vector<ModeDims> tail(modes.begin() + 1, modes.end());
+  const long long rows = M * modes[0].p;
+  return (sel.kernel >= 2 && plan_small(tail, rows, lim, sel, probe)) ||
+         plan_fast(tail, rows, lim, sel.kernel == 3 ? FwdSelect{2} : sel, probe);
+}
+
 /// Fills seg's small_* and small_bwd fields when the fiber-per-thread backward (kron_small_bwd.h)
 /// takes these modes (the forward's scope); false otherwise. Threads as the forward's; shared
 /// memory: both factor copies and a pool of n + 1 tiles (n + 2 for two modes: X, ∂ℓ/∂Y, the states
@@ -603,6 +639,20 @@ bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limit
   seg.small_bwd = true;
   seg.small_nbuf = static_cast<int>(nbuf);
   return true;
+}
+
+/// The backward's natural-order split (see natural_tail): where neither fused backward of its own
+/// takes the whole product but one takes modes 1 … n−1 over M · p₀ rows (the small-factor
+/// backward as selected, or the two-factor register-tile backward). Fills `tail` when it does.
+bool plan_natural_tail_bwd(long long M, const std::vector<ModeDims>& modes, const Limits& lim,
+                           const FwdSelect& sel, Segment& tail) {
+  const int n = static_cast<int>(modes.size());
+  if (sel.kernel < 1 || n < 3 || M < 1 || lim.smem_block_max == 0) return false;
+  if (M > (1LL << 40) / modes[0].p) return false;
+  const std::vector<ModeDims> rest(modes.begin() + 1, modes.end());
+  const long long rows = M * modes[0].p;
+  if (small_bwd_selected(sel, rest) && plan_small_bwd(rest, rows, lim, sel, tail)) return true;
+  return fast_bwd_eligible(rest) && plan_fast_bwd(rest, rows, lim, sel.kernel == 3 ? FwdSelect{2} : sel, tail);
 }
 
 }  // namespace
@@ -725,7 +775,7 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
 }
 
 Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, const Limits& lim,
-               bool backward) {
+               bool backward, bool x_dense) {
   Plan plan;
   plan.backward = backward;
   plan.M = M;
@@ -750,6 +800,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   // group whose tile spans fewer than 32 bytes of consecutive outer indices stores partial sectors.
   // A dynamic program over the cut points picks the grouping with the least estimated traffic.
   std::vector<Segment> groups;
+  const FwdSelect fsel = backward ? FwdSelect{} : forward_select();  // read once: the split and its tail agree
+  Segment natural_probe;  // the backward split's tail kernel fields, planned once
   if (lim.gemm_steps) {  // the CPU's plan: one GEMM step per mode
     for (int k = 0; k < n; ++k) {
       groups.emplace_back();
@@ -761,6 +813,16 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
     groups.emplace_back();
     groups.back().first = 0;
     groups.back().count = n;
+  } else if (dtype == DType::f32 && x_dense &&
+             (backward ? plan_natural_tail_bwd(M, modes, lim, backward_select(), natural_probe)
+                       : natural_tail(M, modes, lim, fsel))) {
+    groups.resize(2);
+    groups[0].kind = SegKind::gemm;
+    groups[0].first = 0;
+    groups[0].count = 1;
+    groups[1].first = 1;
+    groups[1].count = n - 1;
+    groups[0].natural = groups[1].natural = true;
   } else {
     groups = choose_groups(M, modes, dtype, lim, backward);
   }
@@ -820,6 +882,23 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
         const FwdSelect sel = backward_select();
         const bool small = small_bwd_selected(sel, modes) && plan_small_bwd(modes, M, lim, sel, seg);
         if (!small && sel.kernel >= 1) plan_fast_bwd(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
+      } else if (seg.natural) {  // the natural split's tail: its kernel as plan_natural_tail_bwd chose it
+        const int first = seg.first, count = seg.count;
+        const long long L = seg.L, s_in = seg.s_in, s_out = seg.s_out, s_max = seg.s_max;
+        const int part_stride = seg.part_stride;
+        seg = natural_probe;
+        seg.first = first;
+        seg.count = count;
+        seg.L = L;
+        seg.s_in = s_in;
+        seg.s_out = s_out;
+        seg.s_max = s_max;
+        seg.part_stride = part_stride;
+        seg.natural = true;
+        // The backward recomputes this segment's output (the head's input state) first: with the
+        // small-factor forward on the same tiles (its launch gets the backward's shared memory and
+        // grid, more than it needs); the register-tile backward's plan has its forward fields.
+        if (seg.small_bwd) seg.small = true;
       }
     } else {
       seg.grid = std::min<long long>(seg.ntiles, 1LL << 30);
@@ -828,6 +907,11 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
         const FwdSelect sel = forward_select();
         const bool small = sel.kernel >= 2 && plan_small(modes, M, lim, sel, seg);
         if (!small && sel.kernel >= 1) plan_fast(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
+      } else if (seg.natural) {  // the tail of the natural split: M · p₀ rows (natural_tail chose it)
+        const std::vector<ModeDims> tail(modes.begin() + 1, modes.end());
+        const bool small = fsel.kernel >= 2 && plan_small(tail, M * seg.L, lim, fsel, seg);
+        if (!small && !plan_fast(tail, M * seg.L, lim, fsel.kernel == 3 ? FwdSelect{2} : fsel, seg))
+          throw std::logic_error("kron: the natural split's tail has no kernel");  // natural_tail checked it
       }
     }
   }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import os
 
 import pytest
 import torch
@@ -276,7 +277,8 @@ def test_forward_kernel_choice(monkeypatch):
         assert "regs=8x8 threads=256" in _plan(1024, [(64, 64)] * 2)
         assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, torch.float64)  # fp32 only
         assert "kernel=fast" not in _plan(1024, [(8, 7), (8, 8)])  # q not a multiple of 4
-        assert "kernel=fast" not in _plan(256, [(16, 16)] * 4)  # two groups (L > 1)
+        p = _plan(256, [(16, 16)] * 4)  # N = 65536: no whole-row kernel; the natural split's tail
+        assert p.startswith("fused modes 1-3") and "L=16 order=natural rows=M*L" in p and "kernel=fast" in p
         assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, backward=True)
         assert "stages=1" in _plan(1024, [(64, 32), (64, 32)])  # two X tiles do not fit
     finally:
@@ -294,7 +296,8 @@ def test_forward_kernel_choice(monkeypatch):
     assert "kernel=small" not in _plan(1024, [(16, 16), (16, 16)])
     assert "kernel=small" not in _plan(64, [(32, 32)] * 3)  # N = 32768: past a block's rows
     assert "kernel=small" not in _plan(1024, [(8, 8)] * 4, torch.float64)  # fp32 only
-    assert "kernel=small" not in _plan(256, [(16, 16)] * 4)  # two groups (L > 1)
+    assert "modes 1-3 [16x16 16x16 16x16] L=16 order=natural rows=M*L chunk=4096->4096 kernel=small" in _plan(
+        256, [(16, 16)] * 4)  # N = 65536: the natural split's tail
     for bad in ["fast", "new:tile=5", "new:rows=0", "new:threads=64", "new:foo=1", "new:tile", "new:grid=-1",
                 "small:tile=4", "small:rows=2", "small:threads=64", "smallish"]:
         with pytest.raises(ValueError, match="SPARSEKERN_KRON_FWD|kernel name"):
@@ -1250,7 +1253,7 @@ def _plan(batch, shapes, dtype=torch.float32, backward=False, device="cpu"):
 def test_plans():
     p = _plan(1024, [(8, 8)] * 4)
     assert p.splitlines()[0].startswith("fused modes 0-3") and p.endswith("workspace=0")
-    assert _plan(256, [(16, 16)] * 4).count("fused") == 2
+    assert _plan(256, [(16, 16)] * 4, torch.float64).count("fused") == 2  # fp64: the generic groups
     assert "cublas modes 0 [128x128]" in _plan(32, [(128, 128), (128, 128)])
     assert "rn=4" in _plan(8, [(2, 2)] * 8)
     assert _plan(5, [(7, 9)]).startswith("cublas")  # a single factor is one GEMM
@@ -1342,3 +1345,89 @@ def test_bench_fastkron_probe(monkeypatch):
     assert "crashed" in got[(2, (16, 16))]
     assert "relative error 5.00e-01" in got[(3, (4, 4))]
     assert got[(4, (32, 32))] is None
+
+
+# Natural-order split (make_plan): the tail modes 1 … n−1 over M · p0 rows by a whole-row kernel,
+# then mode 0 as one strided-batched GEMM. Shapes whose whole product no such kernel takes.
+NATURAL = [
+    (6, [(16, 16)] * 4),                               # tail 16^3 (N 4096): small-factor kernel
+    (5, [(32, 32)] * 3),                               # tail 32^2: register-tile kernel
+    (3, [(3, 5), (16, 16), (16, 16), (16, 16)]),       # non-square head
+    (4, [(8, 8)] * 5),                                 # tail 8^4
+    (2, [(32, 24), (32, 32), (32, 32)]),               # head q != p
+]
+
+
+@pytest.mark.parametrize("batch,shapes", NATURAL)
+def test_natural_split_forward(device, batch, shapes):
+    """Plan and result: the split is planned (fp32, dense rows) and agrees with float64; X or Y
+    with padded rows (X: no split, the generic plan) and "old" (never) agree too."""
+    x, fs = _make(batch, shapes, torch.float32, device)
+    plan = _plan(batch, shapes, device=device.type)
+    if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
+        assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and "order=natural" in plan, plan
+        assert f"cublas modes 0 [{shapes[0][0]}x{shapes[0][1]}] L=" in plan and plan.count("order=natural") == 2
+    want = _reference(x.double(), [f.double() for f in fs])
+    tol = tolerance(torch.float32)
+    assert rel_error(kron_matmul(x, fs), want) < tol
+    N, Q = x.shape[1], want.shape[1]
+    xp = randn(batch, N + 4, device=device)[:, :N]  # rows N + 4 apart
+    xp.copy_(x)
+    xs = _C.kron_describe_plan(as_dlpack(xp), [as_dlpack(f) for f in fs], False)
+    assert "order=natural" not in xs
+    assert rel_error(kron_matmul(xp, fs), want) < tol
+    from sparsekern.kron import _native_args, _to_dlpack
+
+    yp = torch.full((batch, Q + 8), float("nan"), device=device)  # Y rows Q + 8 apart
+    _C.kron_matmul(_to_dlpack(x), [_to_dlpack(f) for f in fs], _to_dlpack(yp[:, :Q]), *_native_args(x), None)
+    assert rel_error(yp[:, :Q], want) < tol and torch.isnan(yp[:, Q:]).all()
+    _C.kron_set_forward_kernel("old")
+    try:
+        assert "order=natural" not in _plan(batch, shapes, device=device.type)
+        assert rel_error(kron_matmul(x, fs), want) < tol
+    finally:
+        _C.kron_set_forward_kernel("")
+
+
+@pytest.mark.parametrize("batch,shapes", NATURAL)
+@pytest.mark.parametrize("save", ["1", "0"])
+def test_natural_split_backward(device, batch, shapes, save, monkeypatch):
+    """The backward's natural split (tail: the small-factor or register-tile backward over M · p0
+    rows; head: strided-batched GEMMs): planned for dense rows, gradients against float64 through
+    autograd with the forward's states kept or recomputed (SPARSEKERN_KRON_SAVE_STATES), for every
+    subset kind of wanted gradients, and with ∂ℓ/∂x rows padded (no split: the generic plan)."""
+    from sparsekern import kron as kron_mod
+    from sparsekern.kron import _native_args, _to_dlpack
+
+    monkeypatch.setenv("SPARSEKERN_KRON_SAVE_STATES", save)
+    monkeypatch.setenv("SPARSEKERN_KRON_BWD", "fused")  # the native backward, whatever the shape rule
+    plan = _plan(batch, shapes, backward=True, device=device.type)
+    if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
+        assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and plan.count("order=natural") == 2, plan
+        assert "kernel=small-bwd" in plan or "kernel=regtile-bwd" in plan
+    x, fs = _make(batch, shapes, torch.float32, device, grad=True)
+    y = kron_matmul(x, fs)
+    g = randn(*y.shape, device=device)
+    y.backward(g)
+    x6 = x.detach().double().requires_grad_()
+    f6 = [f.detach().double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], g.double())
+    tol = 4 * tolerance(torch.float32)
+    assert rel_error(x.grad, want[0]) < tol
+    for f, w in zip(fs, want[1:]):
+        assert rel_error(f.grad, w) < tol
+    xd, fd = x.detach(), [f.detach() for f in fs]
+    n = len(fs)
+    for needs in ([True] + [False] * n, [False] + [True] * n, [False, True] + [False] * (n - 1)):
+        got = kron_mod._backward(xd, fd, g, needs)
+        for a, w, wanted in zip(got, want, needs):
+            assert (a is None) != wanted and (a is None or rel_error(a, w) < tol)
+    # ∂ℓ/∂x with rows 4 floats apart: the generic plan, the same gradient.
+    gxp = torch.full((batch, xd.shape[1] + 4), float("nan"), device=device)
+    gfs = [torch.empty_like(f) for f in fd]
+    _C.kron_matmul_backward(_to_dlpack(xd), [_to_dlpack(f) for f in fd], _to_dlpack(g),
+                            _to_dlpack(gxp[:, :xd.shape[1]]), [_to_dlpack(t) for t in gfs], *_native_args(xd), 0, 0)
+    assert rel_error(gxp[:, :xd.shape[1]], want[0]) < tol and torch.isnan(gxp[:, xd.shape[1]:]).all()
+    for a, w in zip(gfs, want[1:]):
+        assert rel_error(a, w) < tol
+
