@@ -42,6 +42,12 @@ with three or more factors, the fused backward is the fiber-per-thread kernel (k
 one kernel for ∂ℓ/∂x and every ∂ℓ/∂F; H100, device µs, against the generic fused kernel:
 (1024,[8,8,8,8]) 85 against 190, (1024,[16,16,16]) 105 against 134, (256,[16,16,32]) 72 against
 127); ``=small`` takes it for (32, 32) too, ``=new`` and ``=old`` never.
+Products that no single fused kernel takes but whose modes 1 … n−1 one does (fp32, dense rows,
+e.g. (256,[16,16,16,16]) and (128,[32,32,32])) run as a natural-order split in both directions
+(kron_plan.cpp: natural_tail): that kernel over the M · p₀ rows of x's own layout plus strided-
+batched GEMMs for mode 0. Its backward measured faster than both the generic fused and the
+step-wise one (H100, device µs: (256,[16,16,16,16]) 473 against 1082 and 1502, (128,[32,32,32])
+180 against 303 and 237), so it overrides the shape rule's step-wise choice (``_natural_backward``).
 Under ``torch.compile`` the choice is made when the backward is traced. The steps backward is made
 of differentiable torch ops, so it also supports double backward (``create_graph=True``); in a
 plain backward on CUDA its one transposed copy (of ∂ℓ/∂y) runs the library's tiled transpose.
@@ -242,7 +248,31 @@ def _steps_wanted(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> bool:
         return False
     if _regtile_backward(x, factors):
         return False
-    return _steps_faster([tuple(f.shape) for f in factors])
+    shapes = [tuple(f.shape) for f in factors]
+    return _steps_faster(shapes) and not _natural_backward(x, factors, shapes)
+
+
+_natural_plans: dict = {}
+
+
+def _natural_backward(x: torch.Tensor, factors: Sequence[torch.Tensor], shapes) -> bool:
+    """Whether the native backward plan is the natural-order split (fp32, three or more factors,
+    dense rows: the small-factor or register-tile backward over modes 1 … n−1, then GEMMs for
+    mode 0), which measured faster than the step-wise backward where the shape rule picks that
+    (H100, device µs: (128,[32,32,32]) 180 against 237, (512,[32,32,32]) 558 against 864). Asked of
+    the planner once per factor shapes, row count and backward kernel selection."""
+    if x.dtype is not torch.float32 or len(shapes) < 3 or x.numel() == 0:
+        return False
+    P = math.prod(p for p, _ in shapes)
+    x2 = x.reshape(-1, P)
+    if x2.shape[0] > 1 and (x2.stride(1) != 1 or x2.stride(0) != P):
+        return False  # the split needs dense rows
+    key = (tuple(shapes), x2.shape[0], x.device.type, _C.kron_backward_kernel())
+    hit = _natural_plans.get(key)
+    if hit is None:
+        plan = _C.kron_describe_plan(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], True)
+        hit = _natural_plans[key] = "order=natural" in plan
+    return hit
 
 
 def _regtile_backward(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> bool:

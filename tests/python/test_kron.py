@@ -1431,3 +1431,19 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch):
     for a, w in zip(gfs, want[1:]):
         assert rel_error(a, w) < tol
 
+
+def test_natural_backward_overrides_steps_rule():
+    """Where the native backward is the natural split, the Python layer keeps it even where the
+    shape rule would pick the step-wise backward ((p·q ≥ 1024) × 3); not for padded rows, fp64
+    or two factors."""
+    from sparsekern import kron as kron_mod
+
+    shapes = [(32, 32)] * 3
+    assert kron_mod._steps_faster(shapes)
+    x, fs = _make(5, shapes, torch.float32, "cpu")
+    emulated = "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", "")
+    assert kron_mod._natural_backward(x, fs, shapes) == emulated  # the CPU's GEMM-step plan has no split
+    xp = randn(5, x.shape[1] + 4)[:, :x.shape[1]]
+    assert not kron_mod._natural_backward(xp, fs, shapes)
+    assert not kron_mod._natural_backward(x.double(), [f.double() for f in fs], shapes)
+    assert not kron_mod._natural_backward(*_make(5, [(32, 32)] * 2, torch.float32, "cpu"), [(32, 32)] * 2)
