@@ -260,17 +260,23 @@ def _natural_backward(x: torch.Tensor, factors: Sequence[torch.Tensor], shapes) 
     dense rows: the small-factor or register-tile backward over modes 1 … n−1, then GEMMs for
     mode 0), which measured faster than the step-wise backward where the shape rule picks that
     (H100, device µs: (128,[32,32,32]) 180 against 237, (512,[32,32,32]) 558 against 864). Asked of
-    the planner once per factor shapes, row count and backward kernel selection."""
+    the planner once per factor shapes, device and backward kernel selection, with a one-row probe
+    (whether the planner splits does not depend on the row count). While tracing (torch.compile,
+    fake or meta tensors) the planner is not asked and the shape rule stands, so that a compiled
+    graph does not depend on what ran before it."""
     if x.dtype is not torch.float32 or len(shapes) < 3 or x.numel() == 0:
+        return False
+    if _is_compiling() or type(x) not in _PLAIN or x.is_meta:
         return False
     P = math.prod(p for p, _ in shapes)
     x2 = x.reshape(-1, P)
     if x2.shape[0] > 1 and (x2.stride(1) != 1 or x2.stride(0) != P):
         return False  # the split needs dense rows
-    key = (tuple(shapes), x2.shape[0], x.device.type, _C.kron_backward_kernel())
+    key = (tuple(shapes), x.device, _C.kron_backward_kernel())
     hit = _natural_plans.get(key)
     if hit is None:
-        plan = _C.kron_describe_plan(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], True)
+        probe = torch.empty(1, P, dtype=x.dtype, device=x.device)
+        plan = _C.kron_describe_plan(_to_dlpack(probe), [_to_dlpack(_factor_ready(f)) for f in factors], True)
         hit = _natural_plans[key] = "order=natural" in plan
     return hit
 

@@ -1447,3 +1447,8 @@ def test_natural_backward_overrides_steps_rule():
     assert not kron_mod._natural_backward(xp, fs, shapes)
     assert not kron_mod._natural_backward(x.double(), [f.double() for f in fs], shapes)
     assert not kron_mod._natural_backward(*_make(5, [(32, 32)] * 2, torch.float32, "cpu"), [(32, 32)] * 2)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():  # tracing: the shape rule alone, no planner query on fake tensors
+        fx, ffs = torch.empty(5, 32768), [torch.empty(32, 32) for _ in range(3)]
+        assert not kron_mod._natural_backward(fx, ffs, shapes)
