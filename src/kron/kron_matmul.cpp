@@ -233,6 +233,26 @@ void fp32_io(const Run& r, Args& a, const void* in, long long ld_in, void* out, 
   }
 }
 
+/// The natural split's tail segment as a product of its own: modes first … n−1 of `r` over
+/// M · L rows (s_in wide in, s_out wide out), the segment as one group over every mode with L = 1.
+struct NaturalTail {
+  Run run;
+  Segment seg;
+};
+
+NaturalTail natural_tail_run(const Run& r, const Segment& seg) {
+  NaturalTail t{r, seg};
+  t.run.sh.M = r.sh.M * seg.L;
+  t.run.sh.modes.assign(r.sh.modes.begin() + seg.first, r.sh.modes.end());
+  t.run.sh.P = seg.s_in;
+  t.run.sh.Q = seg.s_out;
+  t.run.factors = r.factors + seg.first;
+  t.seg.first = 0;
+  t.seg.L = 1;
+  t.seg.natural = false;
+  return t;
+}
+
 /// Applies the modes of `seg`: state `in` (M, L, s_in) → `out` (M, s_out, L).
 void segment_forward(const Run& r, const Segment& seg, const void* in, long long ld_in, void* out,
                      long long ld_out, void* t0 = nullptr) {
@@ -244,17 +264,8 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
     // state's rows are L · s_out apart.
     SK_EXPECTS(ld_in == seg.L * seg.s_in && ld_out == seg.L * seg.s_out,
                "kron: the natural split needs dense rows (internal plan error)");
-    Run sub = r;
-    sub.sh.M = M * seg.L;
-    sub.sh.modes.assign(r.sh.modes.begin() + seg.first, r.sh.modes.end());
-    sub.sh.P = seg.s_in;
-    sub.sh.Q = seg.s_out;
-    sub.factors = r.factors + seg.first;
-    Segment whole = seg;
-    whole.first = 0;
-    whole.L = 1;
-    whole.natural = false;
-    segment_forward(sub, whole, in, seg.s_in, out, seg.s_out);
+    const NaturalTail t = natural_tail_run(r, seg);
+    segment_forward(t.run, t.seg, in, seg.s_in, out, seg.s_out);
     return;
   }
   if (seg.kind == SegKind::fused && seg.small) {  // fp32, L = 1: in is X, out is Y
@@ -344,17 +355,8 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     SK_EXPECTS(M == 0 || (ldx == seg.L * seg.s_in && ldg == seg.L * seg.s_out &&
                           (gx == nullptr || ldgx == seg.L * seg.s_in)),
                "kron: the natural split needs dense rows (internal plan error)");
-    Run sub = r;
-    sub.sh.M = M * seg.L;
-    sub.sh.modes.assign(r.sh.modes.begin() + seg.first, r.sh.modes.end());
-    sub.sh.P = seg.s_in;
-    sub.sh.Q = seg.s_out;
-    sub.factors = r.factors + seg.first;
-    Segment whole = seg;
-    whole.first = 0;
-    whole.L = 1;
-    whole.natural = false;
-    segment_backward(sub, whole, x, seg.s_in, g, seg.s_out, gx, seg.s_in,
+    const NaturalTail t = natural_tail_run(r, seg);
+    segment_backward(t.run, t.seg, x, seg.s_in, g, seg.s_out, gx, seg.s_in,
                      grad_factors != nullptr ? grad_factors + seg.first : nullptr, partial, acc, nullptr);
     return;
   }
