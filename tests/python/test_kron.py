@@ -1452,3 +1452,35 @@ def test_natural_backward_overrides_steps_rule():
     with FakeTensorMode():  # tracing: the shape rule alone, no planner query on fake tensors
         fx, ffs = torch.empty(5, 32768), [torch.empty(32, 32) for _ in range(3)]
         assert not kron_mod._natural_backward(fx, ffs, shapes)
+
+
+def test_natural_split_saved_states_across_kernel_change(device):
+    """A forward that kept the natural split's state, then a backward whose plan is not the split
+    ("old": the generic groups, another state layout): the kept state must not be read; the
+    gradients still agree with float64. Also an empty batch through the split's shapes."""
+    from sparsekern import kron as kron_mod
+
+    shapes = [(16, 16)] * 4
+    x, fs = _make(3, shapes, torch.float32, device)
+    y, saved = kron_mod._forward(x, fs, save=True)
+    g = randn(*y.shape, device=device)
+    x6 = x.double().requires_grad_()
+    f6 = [f.double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], g.double())
+    tol = 4 * tolerance(torch.float32)
+    _C.kron_set_backward_kernel("old")
+    try:
+        got = kron_mod._backward(x, fs, g, [True] * 5, saved)
+    finally:
+        _C.kron_set_backward_kernel("")
+    for a, w in zip(got, want):
+        assert rel_error(a, w) < tol
+    got = kron_mod._backward(x, fs, g, [True] * 5, saved)  # the split again: reads the kept state
+    for a, w in zip(got, want):
+        assert rel_error(a, w) < tol
+    e = torch.empty(0, x.shape[1], device=device, requires_grad=True)
+    fe = [f.clone().requires_grad_() for f in fs]
+    ye = kron_matmul(e, fe)
+    assert ye.shape == (0, y.shape[1])
+    ye.sum().backward()
+    assert e.grad.shape == e.shape and all(float(f.grad.abs().sum()) == 0 for f in fe)
