@@ -179,8 +179,11 @@ struct SmallBwdArgs {
   int want_f = 0;                                ///< bit t: ∂ℓ/∂F_t wanted
   int f2_off[kMaxFused] = {};                    ///< the factors' plain (untransposed) copies (floats)
   /// The pool of tile buffers (floats, 16-byte aligned): nf + 1 (nf + 2 for two modes), whose roles
-  /// (X, ∂ℓ/∂Y, the states) rotate from tile to tile (see kron_small_bwd.h).
+  /// (X, ∂ℓ/∂Y, the states) rotate from tile to tile (see kron_small_bwd.h); nf when lean.
   int off_buf[8] = {};
+  /// Lean pool (nf ≥ 3): X is not kept in shared memory; the first recompute pass runs in place on
+  /// it and mode 0's contraction reads X again from global memory (one tile buffer less).
+  int lean = 0;
 };
 
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
@@ -294,6 +297,7 @@ struct Segment {
   // small_rows as above, smem / ntiles / grid the backward's own
   bool small_bwd = false;
   int small_nbuf = 0;             ///< tile buffers of the backward's pool
+  bool small_lean = false;        ///< the lean pool (SmallBwdArgs::lean)
   // Natural order (forward only, see make_plan's tail split): the segment keeps the modes in
   // place instead of rotating them. The fused tail (modes 1 … n−1, run by the small-factor or the
   // register-tile kernel) reads its input (M, L, s_in) as M·L rows of s_in and writes (M, L, s_out);

@@ -175,7 +175,10 @@ void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem
 void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
   run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
                                  [&](auto pmax, auto& ex, float* sm, long long b) {
-                                   small_backward_program<decltype(pmax)::value>(a, ex, sm, b, grid);
+                                   if (a.lean != 0)
+                                     small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
+                                   else
+                                     small_backward_program<decltype(pmax)::value, false>(a, ex, sm, b, grid);
                                  });
 }
 

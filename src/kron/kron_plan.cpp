@@ -72,7 +72,10 @@
 //   threads, rows per tile      → as the small-factor forward's
 //   shared memory               → both factor copies and n + 1 tiles (X, ∂ℓ/∂Y, n − 1 states; the
 //                                 next tile loads into the first two states that die; two modes
-//                                 add a spare tile): 8⊗8⊗8⊗8 five 16 KB tiles, two blocks per SM
+//                                 add a spare tile): 8⊗8⊗8⊗8 five 16 KB tiles, two blocks per SM;
+//                                 "small:lean=1" (n ≥ 3, opt-in, not yet measured): n tiles, X
+//                                 read again from global memory for mode 0's contraction
+//                                 (8⊗8⊗8⊗8: three blocks per SM; 16⊗16⊗16: four)
 //   grid                        → persistent, as many blocks as are resident at once
 //
 // fp32 products that no single kernel above takes but whose modes 1 … n−1 one does (the
@@ -265,6 +268,7 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 /// plan, threads and grid of either plan (0 = the planner's).
 struct FwdSelect {
   int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
+  int lean = 0;  ///< small-factor backward: the lean buffer pool (SmallBwdArgs::lean), opt-in
 };
 
 std::mutex g_select_mutex;
@@ -275,7 +279,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
         where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\" "
-        "or \"small:threads=256|128,grid=N\"; got \"",
+        "or \"small:threads=256|128,grid=N,lean=0|1\"; got \"",
         v, "\""));
   };
   FwdSelect sel;
@@ -308,8 +312,8 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
     const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
     char* stop = nullptr;
     const long num = std::strtol(val.c_str(), &stop, 10);
-    if (val.empty() || *stop != '\0' || num < 1 || num > (1 << 20)) throw bad();
-    if (small && key != "threads" && key != "grid") throw bad();
+    if (val.empty() || *stop != '\0' || num < (key == "lean" ? 0 : 1) || num > (1 << 20)) throw bad();
+    if (small && key != "threads" && key != "grid" && key != "lean") throw bad();
     if (key == "tile" && (num == 4 || num == 8))
       sel.tile = static_cast<int>(num);
     else if (key == "rows")
@@ -320,6 +324,8 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
       sel.threads = static_cast<int>(num);
     else if (key == "grid")
       sel.grid = static_cast<int>(num);
+    else if (key == "lean" && small && num <= 1)
+      sel.lean = static_cast<int>(num);
     else
       throw bad();
     pos = end + 1;
@@ -355,6 +361,7 @@ std::string select_name(const FwdSelect& sel) {
   if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
   if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
+  if (sel.lean != 0) s += "lean=" + std::to_string(sel.lean) + ",";
   s.pop_back();  // the last ',' (or the ':' of a plain "new" / "small")
   return s;
 }
@@ -632,12 +639,14 @@ bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limit
   SmallShape s;
   if (!small_shape(modes, M, lim, sel, s)) return false;
   const long long n = static_cast<long long>(modes.size());
-  const long long nbuf = n + 1 + (n == 2 ? 1 : 0);
+  const bool lean = sel.lean != 0 && n >= 3;  // one tile less: X read again for mode 0 (opt-in, unmeasured)
+  const long long nbuf = lean ? n : n + 1 + (n == 2 ? 1 : 0);
   const std::size_t smem = static_cast<std::size_t>(2 * s.fel + nbuf * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
   small_fill(s, smem, M, lim, sel, seg);
   seg.small_bwd = true;
   seg.small_nbuf = static_cast<int>(nbuf);
+  seg.small_lean = lean;
   return true;
 }
 

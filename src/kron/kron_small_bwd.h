@@ -25,6 +25,10 @@
 // Shared memory: both factor copies and a pool of n + 1 tiles of 32·threads floats (n + 2 for two
 // modes): X, ∂ℓ/∂Y and the states S⁽¹⁾ … S⁽ⁿ⁻¹⁾; the next tile's X and ∂ℓ/∂Y load into the first
 // states that die, during this tile's later passes (small_backward_program).
+// Lean pool (SmallBwdArgs::lean, n ≥ 3, opt-in until measured): n tiles. X arrives in S⁽¹⁾'s
+// buffer and the first recompute pass runs on it in place; mode 0's contraction, the only other
+// reader of X, reads it again from global memory (small_dF_pass_x; L2 holds the block's recent
+// tiles). One tile less per block: three blocks per SM instead of two at 8⊗8⊗8⊗8.
 
 #include "kron_small.h"
 
@@ -124,6 +128,66 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
   for (int k = 0; k < 16; ++k) acc[k] = c[k];
 }
 
+/// The contraction pass of mode 0 in the lean pool: as small_dF_pass's s > 1 path, with s read
+/// from X in global memory (rows of the tile past M read as zeros; 16-byte loads where vec_x).
+template <int P>
+SK_KRON_FN void small_dF_pass_x(const SmallArgs& a, long long tile, const float* hb, int tid, int nt, float* acc) {
+  constexpr int LP = ilog2c(P), PB = P / 4, NB = PB * PB;
+  const int slices = nt / NB;
+  const int sl = tid % slices, blk = tid / slices;
+  const int a0 = (blk / PB) * 4, j0 = (blk % PB) * 4;
+  const int ls = a.md[0].ls;  // ≥ 2: mode 0's stride is the product of the other modes' p
+  const char* const hbb = reinterpret_cast<const char*>(hb);
+  int oh[4];
+  SK_KRON_UNROLL
+  for (int u = 0; u < 4; ++u) oh[u] = small_swz((j0 + u) << ls) << 2;
+  float c[16];
+  SK_KRON_UNROLL
+  for (int k = 0; k < 16; ++k) c[k] = acc[k];
+  const int lg = a.ln - LP - 2;
+  const int groups = a.rows << lg;
+  const int lo_mask = (1 << ls) - 1;
+  for (int q = sl; q < groups; q += slices) {
+    const int r = q >> lg, f = (q & ((1 << lg) - 1)) << 2;
+    const int e = ((f >> ls) << (ls + LP)) + (f & lo_mask);
+    const int b = small_swz((r << a.ln) + e) << 2;
+    const long long m = tile * a.rows + r;
+    const bool valid = m < a.M;
+    const float* const xr = a.x + (valid ? m : 0) * a.ldx + e;
+    float sv[4][4], hv[4][4];
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      const float* const src = xr + ((a0 + u) << ls);
+      if (!valid) {
+        SK_KRON_UNROLL
+        for (int w = 0; w < 4; ++w) sv[u][w] = 0.0f;
+      } else if (a.vec_x != 0) {
+#if defined(__CUDA_ARCH__)
+        const float4 t4 = __ldg(reinterpret_cast<const float4*>(src));
+        sv[u][0] = t4.x; sv[u][1] = t4.y; sv[u][2] = t4.z; sv[u][3] = t4.w;
+#else
+        SK_KRON_UNROLL
+        for (int w = 0; w < 4; ++w) sv[u][w] = src[w];
+#endif
+      } else {
+        SK_KRON_UNROLL
+        for (int w = 0; w < 4; ++w) sv[u][w] = src[w];
+      }
+      lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[u])), hv[u]);
+    }
+    SK_KRON_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      SK_KRON_UNROLL
+      for (int u = 0; u < 4; ++u) {
+        SK_KRON_UNROLL
+        for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u][w] * hv[v][w];
+      }
+    }
+  }
+  SK_KRON_UNROLL
+  for (int k = 0; k < 16; ++k) acc[k] = c[k];
+}
+
 /// The block's ∂ℓ/∂Fₜ: every thread's 16 sums go to `scratch` (slot (blk·16 + k)·slices + sl), then
 /// each element (a, j) adds its slices in order into partial[block·part_stride + part_off[t] + a·p + j].
 template <class Exec>
@@ -157,7 +221,9 @@ SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch
 /// into those two (two modes: the spare buffer takes ∂ℓ/∂Y), during the rest of this tile's passes,
 /// and this tile's X, ∂ℓ/∂Y and remaining states become the next tile's states. The role indices
 /// are the same in every thread (computed outside the phases).
-template <int PMAX, class Exec>
+/// LEAN: the lean pool (SmallBwdArgs::lean, which must agree), a separate instantiation so that
+/// the default pool's code is exactly what was measured.
+template <int PMAX, bool LEAN, class Exec>
 SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
                                             long long grid) {
   using Regs = SmallBwdRegs;
@@ -166,9 +232,16 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
   const int nf = a.nf;
   const bool want_gx = a.y != nullptr;
   // Roles: ix, ig (X, ∂ℓ/∂Y), is[t] for t = 1 … nf−1 (S⁽ᵗ⁾), spare (two modes only).
+  // Lean pool (nf ≥ 3): no X buffer; X arrives in S⁽¹⁾'s buffer and the first pass runs in place.
+  constexpr bool lean = LEAN;
   int ix = 0, ig = 1, spare = nf == 2 ? 3 : -1;
   int is[kSmallMaxModes] = {};
   for (int t = 1; t < nf; ++t) is[t] = 1 + t;
+  if (lean) {
+    ig = 0;
+    for (int t = 1; t < nf; ++t) is[t] = t;
+    ix = is[1];
+  }
   auto buf = [&](int k) { return sm + b.off_buf[k]; };
   ex.phase_nosync([&](int tid, Regs& r) {
     if (block < a.ntiles) {
@@ -189,7 +262,7 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
     // This tile's X and ∂ℓ/∂Y have arrived (every thread waits for its own copies, the barrier for
     // all, which also ends the previous tile).
     ex.phase([&](int, Regs&) { async_wait<0>(); });
-    // S⁽ᵗ⁺¹⁾ = S⁽ᵗ⁾ ×ₜ Fₜ for t = 0 … n−2, each into its own buffer.
+    // S⁽ᵗ⁺¹⁾ = S⁽ᵗ⁾ ×ₜ Fₜ for t = 0 … n−2, each into its own buffer (lean: S⁽¹⁾ over X in place).
     for (int t = 0; t + 1 < nf; ++t) {
       const float* src = t == 0 ? xb : buf(is[t]);
       float* const dst = buf(is[t + 1]);
@@ -203,8 +276,16 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
       if ((b.want_f >> t) & 1) {
         const float* sb = t == 0 ? xb : buf(is[t]);
         ex.phase([&](int tid, Regs& r) {
-          with_small_p<PMAX>(a.md[t].p,
-                             [&](auto pc) { small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]); });
+          with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
+            if constexpr (LEAN) {
+              if (t == 0)  // X is no longer in shared memory: from global memory (L2)
+                small_dF_pass_x<decltype(pc)::value>(a, tile, gb, tid, nt, r.acc[0]);
+              else
+                small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
+            } else {
+              small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
+            }
+          });
         });
       }
       // The next tile's copies go where this tile's states are dead: S⁽ⁿ⁻¹⁾ after mode n−1's
@@ -228,7 +309,14 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
       }
     }
     // The roles of the next tile (see above).
-    if (nf == 2) {
+    if constexpr (LEAN) {  // next X in the old S⁽ⁿ⁻¹⁾ (the next S⁽¹⁾), next ∂ℓ/∂Y in the old S⁽ⁿ⁻²⁾
+      const int og = ig, nx_i = is[nf - 1], ng_i = is[nf - 2];
+      for (int t = nf - 1; t >= 3; --t) is[t] = is[t - 2];
+      is[2] = og;
+      is[1] = nx_i;
+      ix = nx_i;
+      ig = ng_i;
+    } else if (nf == 2) {
       const int ox = ix, og = ig;
       ix = is[1];
       ig = spare;

@@ -537,7 +537,9 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
         assert f"threads={threads} rows={threads * 32 // N} " in plan, plan
         if "grid=" in sel:
             tiles = -(-batch // (threads * 32 // N))
-            assert f" grid={min(int(sel.split('grid=')[1]), tiles)}" in plan, plan
+            assert f" grid={min(int(sel.split('grid=')[1].split(',')[0]), tiles)}" in plan, plan
+        if "lean=1" in sel and len(shapes) >= 3:
+            assert f"bufs={len(shapes)} lean " in plan, plan
         g = randn(batch, N, device=device)
         gx, gfs = _native_backward(x, fs, g, want_x, want)
         assert (gx is None) == (not want_x)
@@ -546,7 +548,8 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
         _C.kron_set_backward_kernel("")
 
 
-@pytest.mark.parametrize("sel", ["small", "small:threads=256,grid=2", "small:grid=3"])
+@pytest.mark.parametrize("sel", ["small", "small:threads=256,grid=2", "small:grid=3", "small:lean=1",
+                                 "small:threads=256,grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
 def test_backward_small(device, sel, batch, shapes):
     """∂ℓ/∂x and every ∂ℓ/∂F against float64 (buffers poisoned first): every factor size, mixed
@@ -555,7 +558,7 @@ def test_backward_small(device, sel, batch, shapes):
     _small_bwd_case(device, sel, batch, shapes)
 
 
-@pytest.mark.parametrize("sel", ["small", "small:grid=3"])
+@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[2], SMALL_SHAPES[4], SMALL_SHAPES[9]])
 def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
     """The CPU emulation with each phase's threads in reverse order: a phase in which one thread
@@ -569,17 +572,20 @@ def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
 @pytest.mark.parametrize("want_x,want", [(False, [True, True, True]), (True, [False, False, False]),
                                          (True, [False, True, False]), (False, [False, False, True]),
                                          (False, [True, False, False])])
-def test_backward_small_partial(device, want_x, want):
+@pytest.mark.parametrize("lean", ["", ",lean=1"])
+def test_backward_small_partial(device, want_x, want, lean):
     """Only some gradients wanted: the others untouched (None), the wanted ones right."""
-    _small_bwd_case(device, "small:grid=2", 13, [(8, 8), (16, 16), (8, 8)], want_x, want)
+    _small_bwd_case(device, "small:grid=2" + lean, 13, [(8, 8), (16, 16), (8, 8)], want_x, want)
 
 
-def test_backward_small_strided(device):
+@pytest.mark.parametrize("sel", ["small", "small:grid=4,lean=1"])
+def test_backward_small_strided(device, sel):
     """Rows of x, ∂ℓ/∂y and ∂ℓ/∂x with strides that are not multiples of 4 floats and 4-byte
-    offsets (no 16-byte vectors), transposed factors, gradients of the factors into strided views."""
+    offsets (no 16-byte vectors; lean: mode 0's contraction reads x that way too), transposed
+    factors, gradients of the factors into strided views."""
     batch, shapes = 11, [(16, 16), (8, 8), (8, 8)]
     N = 1024
-    _C.kron_set_backward_kernel("small")
+    _C.kron_set_backward_kernel(sel)
     try:
         assert "kernel=small-bwd" in _plan(batch, shapes, backward=True, device=device)
         x = randn(batch, N + 3, device=device)[:, 1:N + 1]
@@ -623,6 +629,14 @@ def test_backward_small_choice():
         assert "kernel=small-bwd" not in _plan(1024, [(8, 8)] * 3, backward=True)  # N = 512
         assert "kernel=small-bwd" not in _plan(1024, [(8, 8), (8, 12), (16, 16)], backward=True)  # not square
         assert "kernel=regtile-bwd" in _plan(1024, [(64, 64)] * 2, backward=True)  # p = 64: as auto
+        _C.kron_set_backward_kernel("small:lean=1")  # one tile less (n ≥ 3; two modes as before)
+        assert _C.kron_backward_kernel() == "small:lean=1"
+        assert "kernel=small-bwd threads=128 rows=1 bufs=4 lean " in _plan(1024, [(8, 8)] * 4, backward=True)
+        assert "kernel=small-bwd threads=128 rows=1 bufs=3 lean " in _plan(1024, [(16, 16)] * 3, backward=True)
+        assert "kernel=small-bwd threads=128 rows=4 bufs=4 smem" in _plan(1024, [(32, 32)] * 2, backward=True)
+        for bad in ["small:lean=2", "new:lean=1"]:
+            with pytest.raises(ValueError, match="kernel name"):
+                _C.kron_set_backward_kernel(bad)
     finally:
         _C.kron_set_backward_kernel("")
 

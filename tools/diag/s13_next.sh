@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Written in session 12 (device time spent) for the next session; not run yet. Needs the wheel of
+# tools/build_device_wheel.sh (carry .whl312). The small-factor backward's lean pool
+# ("small:lean=1", opt-in): every kron CUDA test (the lean cases included), its time against the
+# default pool (kron_bwd_lean.py), compute-sanitizer memcheck and racecheck of it.
+source "$(dirname "$0")/lib.sh"
+diag_begin_wheel
+diag_kron_cuda_tests 150
+cd $R/tools/diag && timeout $(cap 260) python3 kron_bwd_lean.py; cd /tmp
+cat > /tmp/san.py <<'PY'
+import torch
+from sparsekern import _C, kron as K
+_C.kron_set_backward_kernel("small:grid=5,lean=1")
+for b, ps in [(37, [8, 8, 8, 8]), (5, [16, 16, 32]), (11, [4, 4, 4, 4, 4]), (6, [16, 8, 8])]:
+    n = 1
+    for p in ps:
+        n *= p
+    x = torch.randn(b, n, device="cuda"); fs = [torch.randn(p, p, device="cuda") for p in ps]
+    out = K._backward(x, fs, torch.randn(b, n, device="cuda"), [True] * (len(fs) + 1))
+    torch.cuda.synchronize()
+print("cases ok")
+PY
+for tool in memcheck racecheck; do
+  timeout $(cap 420) compute-sanitizer --tool $tool python3 /tmp/san.py > /tmp/san_$tool.txt 2>&1
+  echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases ok' /tmp/san_$tool.txt | tr '\n' ' ')"
+done
+echo "total $((SECONDS - T0))s after install"
