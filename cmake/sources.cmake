@@ -99,6 +99,7 @@ if(SPARSEKERN_WITH_CUDA)
     src/kron/kron_fast_bwd_f32.cu
     src/kron/kron_small_fwd_f32.cu
     src/kron/kron_small_bwd_f32.cu
+    src/kron/kron_head_f32.cu
     src/kron/kron_fused_fwd_f64.cu
     src/kron/kron_fused_bwd_f16.cu
     src/kron/kron_fused_bwd_bf16.cu

@@ -173,6 +173,8 @@ void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::siz
 /// The fiber-per-thread fp32 backward for small square factors (kron_small_bwd.h, kron_small_bwd_f32.cu).
 void small_backward_f32(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream);
+/// The natural split's mode-0 pass (kron_head.h, kron_head_f32.cu).
+void head_pass_f32(const HeadArgs& h, int device, cudaStream_t stream);
 /// The two-factor register-tile backward (kron_fast_bwd.h, kron_fast_bwd_f32.cu): tile 8 or 4.
 void fast_backward2_f32(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream);

@@ -186,6 +186,16 @@ struct SmallBwdArgs {
   int lean = 0;
 };
 
+/// Arguments of the natural split's mode-0 pass (kron_head.h): out[m, j, l] = Σ_i A[i, j]·in[m, i, l].
+struct HeadArgs {
+  const float* x = nullptr; long long ldx = 0;   ///< in: M rows of p × L (row m at x + m·ldx)
+  float* y = nullptr;       long long ldy = 0;   ///< out: M rows of q × L
+  long long M = 0, L = 0;                        ///< L a multiple of 4
+  int p = 0, q = 0;                              ///< ≤ kHeadMaxP (32)
+  const float* a = nullptr; long long a_rs = 0, a_cs = 0;  ///< A[i, j] at a[i·a_rs + j·a_cs]
+  int vec = 0;                                   ///< 16-byte loads and stores allowed
+};
+
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
 struct FastBwdArgs {
   const float* x = nullptr;  long long ldx = 0;
@@ -303,6 +313,9 @@ struct Segment {
   // register-tile kernel) reads its input (M, L, s_in) as M·L rows of s_in and writes (M, L, s_out);
   // the GEMM head (mode 0) then reads (M, p, L) and writes (M, q, L), Y's own layout.
   bool natural = false;
+  // The natural split's head (mode 0) through kron_head.h's pass instead of cuBLAS
+  // (SPARSEKERN_KRON_HEAD=kernel, p and q ≤ 32; opt-in until measured).
+  bool head_pass = false;
 };
 
 /// Shared-memory layout of the register-tile forward for a group of modes (see kron_fast.h).
@@ -381,6 +394,8 @@ class Backend {
   /// The fiber-per-thread fp32 backward for small square factors (kron_small_bwd.h), `threads` per block.
   virtual void fused_backward_small(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem,
                                     Device device, Stream stream) = 0;
+  /// The natural split's fp32 mode-0 pass (kron_head.h).
+  virtual void head_pass(const HeadArgs& h, Device device, Stream stream) = 0;
   /// The two-factor register-tile fp32 backward (kron_fast_bwd.h), `tile` × `tile` step tiles (8 or 4).
   virtual void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                                    Stream stream) = 0;

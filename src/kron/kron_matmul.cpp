@@ -233,6 +233,26 @@ void fp32_io(const Run& r, Args& a, const void* in, long long ld_in, void* out, 
   }
 }
 
+/// Arguments of kron_head.h's pass over M rows: out (q' × L) = Aᵀ · in (p' × L) per row, with
+/// A = F (p' = p, q' = q) or, `transposed`, A = Fᵀ (the backward's pulled-back gradient).
+detail::HeadArgs head_args(const void* in, long long ld_in, void* out, long long ld_out, long long M, long long L,
+                           const MatrixView& f, bool transposed) {
+  detail::HeadArgs h;
+  h.x = static_cast<const float*>(in);
+  h.ldx = ld_in;
+  h.y = static_cast<float*>(out);
+  h.ldy = ld_out;
+  h.M = M;
+  h.L = L;
+  h.a = static_cast<const float*>(f.data);
+  h.p = static_cast<int>(transposed ? f.cols : f.rows);
+  h.q = static_cast<int>(transposed ? f.rows : f.cols);
+  h.a_rs = transposed ? f.col_stride : f.row_stride;
+  h.a_cs = transposed ? f.row_stride : f.col_stride;
+  h.vec = aligned16(in) && aligned16(out) && ld_in % 4 == 0 && ld_out % 4 == 0 ? 1 : 0;
+  return h;
+}
+
 /// The natural split's tail segment as a product of its own: modes first … n−1 of `r` over
 /// M · L rows (s_in wide in, s_out wide out), the segment as one group over every mode with L = 1.
 struct NaturalTail {
@@ -309,6 +329,10 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
       g.b_rs = L;
       g.b_cs = 1;
     }
+  }
+  if (seg.head_pass) {  // the same product through kron_head.h's pass (SPARSEKERN_KRON_HEAD=kernel)
+    r.be->head_pass(head_args(in, ld_in, out, ld_out, M, L, f, false), r.device, r.stream);
+    return;
   }
   r.be->gemm(r.dtype, g, r.math, r.blas, r.device, r.stream);
 }
@@ -498,6 +522,10 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     }
     gd.b = f.data; gd.b_rs = f.col_stride; gd.b_cs = f.row_stride; gd.b_bs = 0;
     gd.c = gx; gd.c_rs = L == 1 ? ldgx : p; gd.c_bs = L == 1 ? 0 : ldgx;
+    if (seg.head_pass) {  // the same product through kron_head.h's pass, with A = Fᵀ
+      r.be->head_pass(head_args(g, ldg, gx, ldgx, M, L, f, true), r.device, r.stream);
+      return;
+    }
     if (seg.natural) {  // the natural split's head: per row m, (p × L) = F (p × q) · G_m (q × L)
       gd.batch = M; gd.m = p; gd.k = q; gd.n = L;
       gd.a = f.data; gd.a_rs = f.row_stride; gd.a_cs = f.col_stride; gd.a_bs = 0;
@@ -771,7 +799,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
   using sparsekern::detail::concat;
   std::string os;
   for (const Segment& seg : plan.segs) {
-    append(os, concat(seg.kind == SegKind::fused ? "fused" : "cublas", " modes ", seg.first));
+    append(os, concat(seg.kind == SegKind::fused ? "fused" : seg.head_pass ? "head" : "cublas", " modes ", seg.first));
     if (seg.count > 1) append(os, concat("-", seg.first + seg.count - 1));
     append(os, " [");
     for (int k = seg.first; k < seg.first + seg.count; ++k)

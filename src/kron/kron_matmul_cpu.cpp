@@ -14,6 +14,7 @@
 #include "../common/dispatch.h"
 #include "kron_fast.h"
 #include "kron_fast_bwd.h"
+#include "kron_head.h"
 #include "kron_small.h"
 #include "kron_small_bwd.h"
 #include "kron_internal.h"
@@ -285,6 +286,12 @@ class CpuBackend final : public Backend {
   void fused_backward_small(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, Device,
                             Stream) override {
     run_small_bwd(threads, a, grid, smem);
+  }
+  void head_pass(const HeadArgs& h, Device, Stream) override {  // kron_head.h's program, chunk by chunk
+    float sa[kHeadMaxP * kHeadMaxP];
+    head_load_a(h, sa, 0, 1);
+    const long long chunks = h.M * (h.L >> 2);
+    for (long long c = 0; c < chunks; ++c) head_chunk<kHeadMaxP>(h, sa, c);
   }
   void gemm(DType dtype, const GemmDesc& g, dense::Fp32Math, Workspace, Device, Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] {

@@ -168,6 +168,11 @@ class CudaBackend final : public Backend {
     small_backward_f32(threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
   }
 
+  void head_pass(const HeadArgs& h, Device device, Stream stream) override {
+    sparsekern::detail::DeviceGuard guard(device.index);
+    head_pass_f32(h, device.index, static_cast<cudaStream_t>(stream));
+  }
+
   void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                            Stream stream) override {
     sparsekern::detail::DeviceGuard guard(device.index);

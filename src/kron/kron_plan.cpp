@@ -609,6 +609,19 @@ bool small_bwd_selected(const FwdSelect& sel, const std::vector<ModeDims>& modes
   return sel.kernel == 3 || (sel.kernel == 2 && modes.size() >= 3);
 }
 
+/// Largest p and q of the natural split's head that kron_head.h's pass takes (kHeadMaxP).
+constexpr long long kHeadMaxPass = 32;
+
+/// SPARSEKERN_KRON_HEAD (read at every plan): "kernel" runs the natural split's mode 0 through
+/// kron_head.h's pass, "gemm" or unset through strided-batched GEMMs (the measured default).
+bool head_pass_selected() {
+  const char* v = std::getenv("SPARSEKERN_KRON_HEAD");
+  if (v == nullptr || *v == '\0' || std::string(v) == "gemm") return false;
+  if (std::string(v) == "kernel") return true;
+  throw InvalidArgument(sparsekern::detail::concat("SPARSEKERN_KRON_HEAD must be \"kernel\" or \"gemm\"; got \"",
+                                                   v, "\""));
+}
+
 /// Whether the forward splits off mode 0 (the natural-order split): where no single kernel of
 /// the small-factor or register-tile kind takes the whole product (e.g. 256 × (16⊗16⊗16⊗16):
 /// Π p = 65536 is past the small-factor kernel's 8192; 128 × (32⊗32⊗32)) but one takes modes
@@ -856,6 +869,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
 
     if (seg.kind == SegKind::gemm) {
       const ModeDims& d = modes[seg.first];
+      seg.head_pass = seg.natural && head_pass_selected() && d.p <= kHeadMaxPass && d.q <= kHeadMaxPass &&
+                      seg.L % 4 == 0;
       // Partial products of ∂ℓ/∂F per cuBLAS call: at most 64 MiB of them (bounds the workspace
       // while keeping each batched call large enough to fill the GPU).
       const long long per = d.p * d.q * static_cast<long long>(as);

@@ -1372,15 +1372,24 @@ NATURAL = [
 ]
 
 
+@pytest.fixture(params=["gemm", "kernel"])
+def head(request, monkeypatch):
+    """The natural split's mode 0 through strided-batched GEMMs (default) or kron_head.h's pass
+    (SPARSEKERN_KRON_HEAD=kernel, read at every plan)."""
+    monkeypatch.setenv("SPARSEKERN_KRON_HEAD", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("batch,shapes", NATURAL)
-def test_natural_split_forward(device, batch, shapes):
+def test_natural_split_forward(device, batch, shapes, head):
     """Plan and result: the split is planned (fp32, dense rows) and agrees with float64; X or Y
     with padded rows (X: no split, the generic plan) and "old" (never) agree too."""
     x, fs = _make(batch, shapes, torch.float32, device)
     plan = _plan(batch, shapes, device=device.type)
     if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
         assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and "order=natural" in plan, plan
-        assert f"cublas modes 0 [{shapes[0][0]}x{shapes[0][1]}] L=" in plan and plan.count("order=natural") == 2
+        kind = "head" if head == "kernel" else "cublas"
+        assert f"{kind} modes 0 [{shapes[0][0]}x{shapes[0][1]}] L=" in plan and plan.count("order=natural") == 2
     want = _reference(x.double(), [f.double() for f in fs])
     tol = tolerance(torch.float32)
     assert rel_error(kron_matmul(x, fs), want) < tol
@@ -1405,7 +1414,7 @@ def test_natural_split_forward(device, batch, shapes):
 
 @pytest.mark.parametrize("batch,shapes", NATURAL)
 @pytest.mark.parametrize("save", ["1", "0"])
-def test_natural_split_backward(device, batch, shapes, save, monkeypatch):
+def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
     """The backward's natural split (tail: the small-factor or register-tile backward over M · p0
     rows; head: strided-batched GEMMs): planned for dense rows, gradients against float64 through
     autograd with the forward's states kept or recomputed (SPARSEKERN_KRON_SAVE_STATES), for every
@@ -1419,6 +1428,7 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch):
     if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
         assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and plan.count("order=natural") == 2, plan
         assert "kernel=small-bwd" in plan or "kernel=regtile-bwd" in plan
+        assert ("head modes 0" in plan) == (head == "kernel"), plan
     x, fs = _make(batch, shapes, torch.float32, device, grad=True)
     y = kron_matmul(x, fs)
     g = randn(*y.shape, device=device)
@@ -1498,3 +1508,15 @@ def test_natural_split_saved_states_across_kernel_change(device):
     assert ye.shape == (0, y.shape[1])
     ye.sum().backward()
     assert e.grad.shape == e.shape and all(float(f.grad.abs().sum()) == 0 for f in fe)
+
+
+def test_natural_split_head_setting(monkeypatch):
+    """SPARSEKERN_KRON_HEAD: "kernel" or "gemm"; anything else is a clear error, not a silent default;
+    heads wider than 32 keep the GEMMs."""
+    monkeypatch.setenv("SPARSEKERN_KRON_HEAD", "fast")
+    with pytest.raises(ValueError, match="SPARSEKERN_KRON_HEAD must be"):
+        _plan(4, [(16, 16)] * 4)
+    monkeypatch.setenv("SPARSEKERN_KRON_HEAD", "kernel")
+    if "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
+        assert "head modes 0 [16x16]" in _plan(4, [(16, 16)] * 4)
+        assert "cublas modes 0 [64x48]" in _plan(4, [(64, 48)] + [(16, 16)] * 3)
