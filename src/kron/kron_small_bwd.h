@@ -55,6 +55,18 @@ SK_KRON_FN void small_load_factors_plain(const SmallBwdArgs& b, float* sm, int t
   }
 }
 
+/// c[u·4 + v] += Σ_w s[u][w]·h[v][w]: four fibers' (w) contributions to a 4 × 4 block of ∂ℓ/∂Fₜ.
+SK_KRON_FN void small_dF_group(const float (&sv)[4][4], const float (&hv)[4][4], float* c) {
+  SK_KRON_UNROLL
+  for (int w = 0; w < 4; ++w) {
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      SK_KRON_UNROLL
+      for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u][w] * hv[v][w];
+    }
+  }
+}
+
 /// The contraction pass of mode t: acc[u·4 + v] += Σ over the thread's fibers of s[a0 + u]·h[j0 + v]
 /// (s from the state buffer `sb`, h from the gradient buffer `hb`, both in the tile layout).
 /// Addressing as in small_pass_io: a fiber's element a sits at swz(base) ^ swz(a·s) (disjoint bits),
@@ -114,14 +126,7 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
         lds4(reinterpret_cast<const float*>(sbb + (b ^ os[u])), sv[u]);
         lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[u])), hv[u]);
       }
-      SK_KRON_UNROLL
-      for (int w = 0; w < 4; ++w) {
-        SK_KRON_UNROLL
-        for (int u = 0; u < 4; ++u) {
-          SK_KRON_UNROLL
-          for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u][w] * hv[v][w];
-        }
-      }
+      small_dF_group(sv, hv, c);
     }
   }
   SK_KRON_UNROLL
@@ -175,14 +180,7 @@ SK_KRON_FN void small_dF_pass_x(const SmallArgs& a, long long tile, const float*
       }
       lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[u])), hv[u]);
     }
-    SK_KRON_UNROLL
-    for (int w = 0; w < 4; ++w) {
-      SK_KRON_UNROLL
-      for (int u = 0; u < 4; ++u) {
-        SK_KRON_UNROLL
-        for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u][w] * hv[v][w];
-      }
-    }
+    small_dF_group(sv, hv, c);
   }
   SK_KRON_UNROLL
   for (int k = 0; k < 16; ++k) acc[k] = c[k];
