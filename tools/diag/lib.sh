@@ -87,6 +87,15 @@ diag_ncu_kron_bwd() {
   timeout $(cap $1) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:$5 --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass python3 $R/tools/diag/kron_bwd_one.py $2 $3 $4 > $c 2>/dev/null
   python3 $R/tools/diag/ncu_stalls.py $c 14 | cut -c1-180
 }
+# diag_sanitize LIMIT PYFILE: compute-sanitizer memcheck and racecheck of a Python script (which
+# prints "cases ok" at its end), one summary line each; the reports stay in /tmp.
+diag_sanitize() {
+  local tool
+  for tool in memcheck racecheck; do
+    timeout $(cap $1) compute-sanitizer --tool $tool python3 $2 > /tmp/san_$tool.txt 2>&1
+    echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases ok' /tmp/san_$tool.txt | tr '\n' ' ')"
+  done
+}
 # diag_kron_fwd_times LIMIT "BATCH P1,P2,... SEL" ...: device time of one kron forward per case under
 # the forward kernel selection SEL (tools/diag/kron_fwd_one.py --time), next to a copy of x.
 diag_kron_fwd_times() {

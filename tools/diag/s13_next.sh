@@ -32,8 +32,5 @@ for b, ps in [(7, [16, 16, 16, 16]), (5, [32, 32, 32]), (3, [8, 8, 8, 8, 8])]:
     torch.cuda.synchronize()
 print("cases ok")
 PY
-for tool in memcheck racecheck; do
-  timeout $(cap 420) compute-sanitizer --tool $tool python3 /tmp/san.py > /tmp/san_$tool.txt 2>&1
-  echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases ok' /tmp/san_$tool.txt | tr '\n' ' ')"
-done
+diag_sanitize 420 /tmp/san.py
 echo "total $((SECONDS - T0))s after install"
