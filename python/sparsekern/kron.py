@@ -44,7 +44,7 @@ one kernel for ∂ℓ/∂x and every ∂ℓ/∂F; H100, device µs, against the 
 127); ``=small`` takes it for (32, 32) too, ``=new`` and ``=old`` never.
 Products that no single fused kernel takes but whose modes 1 … n−1 one does (fp32, dense rows,
 e.g. (256,[16,16,16,16]) and (128,[32,32,32])) run as a natural-order split in both directions
-(kron_plan.cpp: natural_tail): that kernel over the M · p₀ rows of x's own layout plus strided-
+(kron_plan.cpp: plan_natural_tail): that kernel over the M · p₀ rows of x's own layout plus strided-
 batched GEMMs for mode 0. Its backward measured faster than both the generic fused and the
 step-wise one (H100, device µs: (256,[16,16,16,16]) 473 against 1082 and 1502, (128,[32,32,32])
 180 against 303 and 237), so it overrides the shape rule's step-wise choice (``_natural_backward``).

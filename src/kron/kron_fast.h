@@ -190,6 +190,19 @@ SK_KRON_FN void with_qpad(int qpad, F&& f) {
   }
 }
 
+/// Calls f(IntC<8>), f(IntC<16>) or f(IntC<32>): the smallest bound ≥ p, for the kernels
+/// instantiated per largest factor width (the small-factor kernels, kron_head.h's pass; p ≤ 32).
+/// Host code: the launchers and the CPU backend's block loop.
+template <class F>
+void with_pmax(int p, F&& f) {
+  if (p <= 8)
+    f(IntC<8>{});
+  else if (p <= 16)
+    f(IntC<16>{});
+  else
+    f(IntC<32>{});
+}
+
 /// A thread's place in a step: its first j, and the first n of each of its TN/4 column vectors.
 template <int TM, int TN, int QP>
 struct FastGeo {

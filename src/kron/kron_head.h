@@ -1,5 +1,5 @@
 #pragma once
-// Mode 0 of the natural-order split (kron_plan.cpp: natural_tail) as one pass over the data, the
+// Mode 0 of the natural-order split (kron_plan.cpp: plan_natural_tail) as one pass over the data, the
 // per-thread program shared by the CUDA kernel (kron_head_f32.cu) and the CPU backend: for every
 // row m of the state (p × L floats, row-major) and every column l,
 //   out[m, j, l] = Σ_i A[i, j] · in[m, i, l]      (j < q; A is p × q, given by strides)
@@ -10,6 +10,7 @@
 // a warp are 32 consecutive 16-byte vectors of one input row: full sectors, like the stores.
 // Opt-in (SPARSEKERN_KRON_HEAD=kernel; cuBLAS's strided-batched GEMM otherwise) until measured.
 
+#include "kron_fast.h"
 #include "kron_internal.h"
 #include "kron_tile.h"
 

@@ -39,12 +39,7 @@ void launch_head(const HeadArgs& h, int device, cudaStream_t stream) {
 
 void head_pass_f32(const HeadArgs& h, int device, cudaStream_t stream) {
   if (h.M == 0 || h.L == 0) return;
-  if (h.p <= 8)
-    launch_head<8>(h, device, stream);
-  else if (h.p <= 16)
-    launch_head<16>(h, device, stream);
-  else
-    launch_head<32>(h, device, stream);
+  with_pmax(h.p, [&](auto pm) { launch_head<decltype(pm)::value>(h, device, stream); });
 }
 
 }  // namespace sparsekern::kron::detail

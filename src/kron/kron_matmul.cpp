@@ -314,6 +314,10 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
   }
   const MatrixView& f = r.factors[seg.first];
   const long long p = f.rows, q = f.cols, L = seg.L;
+  if (seg.head_pass) {  // the natural split's head through kron_head.h's pass (SPARSEKERN_KRON_HEAD=kernel)
+    r.be->head_pass(head_args(in, ld_in, out, ld_out, M, L, f, false), r.device, r.stream);
+    return;
+  }
   GemmDesc g;
   if (L == 1) {  // out (M × q) = in (M × p) · F
     g.batch = 1; g.m = M; g.k = p; g.n = q;
@@ -329,10 +333,6 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
       g.b_rs = L;
       g.b_cs = 1;
     }
-  }
-  if (seg.head_pass) {  // the same product through kron_head.h's pass (SPARSEKERN_KRON_HEAD=kernel)
-    r.be->head_pass(head_args(in, ld_in, out, ld_out, M, L, f, false), r.device, r.stream);
-    return;
   }
   r.be->gemm(r.dtype, g, r.math, r.blas, r.device, r.stream);
 }
@@ -512,25 +512,26 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     }
   }
   if (gx != nullptr && M > 0) {
-    GemmDesc gd;
-    if (L == 1) {  // ∂ℓ/∂X (M × p) = G (M × q) · Fᵀ (q × p)
-      gd.batch = 1; gd.m = M; gd.k = q; gd.n = p;
-      gd.a = g; gd.a_rs = ldg; gd.a_cs = 1;
-    } else {       // per row m: (L × p) = G_mᵀ (L × q) · Fᵀ (q × p)
-      gd.batch = M; gd.m = L; gd.k = q; gd.n = p;
-      gd.a = g; gd.a_rs = 1; gd.a_cs = L; gd.a_bs = ldg;
-    }
-    gd.b = f.data; gd.b_rs = f.col_stride; gd.b_cs = f.row_stride; gd.b_bs = 0;
-    gd.c = gx; gd.c_rs = L == 1 ? ldgx : p; gd.c_bs = L == 1 ? 0 : ldgx;
-    if (seg.head_pass) {  // the same product through kron_head.h's pass, with A = Fᵀ
+    if (seg.head_pass) {  // the natural split's head through kron_head.h's pass, with A = Fᵀ
       r.be->head_pass(head_args(g, ldg, gx, ldgx, M, L, f, true), r.device, r.stream);
       return;
     }
+    GemmDesc gd;
     if (seg.natural) {  // the natural split's head: per row m, (p × L) = F (p × q) · G_m (q × L)
       gd.batch = M; gd.m = p; gd.k = q; gd.n = L;
       gd.a = f.data; gd.a_rs = f.row_stride; gd.a_cs = f.col_stride; gd.a_bs = 0;
       gd.b = g; gd.b_rs = L; gd.b_cs = 1; gd.b_bs = ldg;
       gd.c = gx; gd.c_rs = L; gd.c_bs = ldgx;
+    } else {
+      if (L == 1) {  // ∂ℓ/∂X (M × p) = G (M × q) · Fᵀ (q × p)
+        gd.batch = 1; gd.m = M; gd.k = q; gd.n = p;
+        gd.a = g; gd.a_rs = ldg; gd.a_cs = 1;
+      } else {       // per row m: (L × p) = G_mᵀ (L × q) · Fᵀ (q × p)
+        gd.batch = M; gd.m = L; gd.k = q; gd.n = p;
+        gd.a = g; gd.a_rs = 1; gd.a_cs = L; gd.a_bs = ldg;
+      }
+      gd.b = f.data; gd.b_rs = f.col_stride; gd.b_cs = f.row_stride; gd.b_bs = 0;
+      gd.c = gx; gd.c_rs = L == 1 ? ldgx : p; gd.c_bs = L == 1 ? 0 : ldgx;
     }
     r.be->gemm(r.dtype, gd, r.math, r.blas, r.device, r.stream);
   }

@@ -157,12 +157,7 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
 #endif
     for (long long b = 0; b < grid; ++b) {
       poison(sm);  // a read of anything the program did not write poisons its output
-      if (a.pmax <= 8)
-        program(IntC<8>{}, ex, sm.data(), b);
-      else if (a.pmax <= 16)
-        program(IntC<16>{}, ex, sm.data(), b);
-      else
-        program(IntC<32>{}, ex, sm.data(), b);
+      with_pmax(a.pmax, [&](auto pm) { program(pm, ex, sm.data(), b); });
     }
   }
 }

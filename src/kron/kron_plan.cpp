@@ -79,7 +79,7 @@
 //   grid                        → persistent, as many blocks as are resident at once
 //
 // fp32 products that no single kernel above takes but whose modes 1 … n−1 one does (the
-// natural-order split, natural_tail / plan_natural_tail_bwd; X's rows, and ∂ℓ/∂X's in the
+// natural-order split, plan_natural_tail; X's rows, and ∂ℓ/∂X's in the
 // backward, dense; never under "old"):
 //   forward                     → that kernel over X as M · p₀ rows of Π_{k≥1} p (its own layout,
 //                                 no transpose), then mode 0 as one strided-batched GEMM (F₀ᵀ times
@@ -622,25 +622,11 @@ bool head_pass_selected() {
                                                    v, "\""));
 }
 
-/// Whether the forward splits off mode 0 (the natural-order split): where no single kernel of
-/// the small-factor or register-tile kind takes the whole product (e.g. 256 × (16⊗16⊗16⊗16):
-/// Π p = 65536 is past the small-factor kernel's 8192; 128 × (32⊗32⊗32)) but one takes modes
-/// 1 … n−1 over the M · p₀ rows of X's natural layout, followed by one strided-batched GEMM for
-/// mode 0 (per row of X: Yₘ (q₀ × L) = F₀ᵀ · Tₘ (p₀ × L)). Two passes over the data like the
-/// generic plan's two groups, but through the faster kernels. Never under "old". X's rows must be
-/// dense (make_plan's x_dense). See the table at the top for the measurements.
-bool natural_tail(long long M, const std::vector<ModeDims>& modes, const Limits& lim, const FwdSelect& sel) {
-  const int n = static_cast<int>(modes.size());
-  if (sel.kernel < 1 || n < 3 || M < 1 || lim.smem_block_max == 0) return false;
+/// Whether one small-factor or register-tile forward kernel takes the whole product.
+bool one_forward_kernel(long long M, const std::vector<ModeDims>& modes, const Limits& lim, const FwdSelect& sel) {
   Segment probe;
-  if ((sel.kernel >= 2 && plan_small(modes, M, lim, sel, probe)) ||
-      plan_fast(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, probe))
-    return false;  // one kernel takes every mode
-  if (M > (1LL << 40) / modes[0].p) return false;
-  const std::vector<ModeDims> tail(modes.begin() + 1, modes.end());
-  const long long rows = M * modes[0].p;
-  return (sel.kernel >= 2 && plan_small(tail, rows, lim, sel, probe)) ||
-         plan_fast(tail, rows, lim, sel.kernel == 3 ? FwdSelect{2} : sel, probe);
+  return (sel.kernel >= 2 && plan_small(modes, M, lim, sel, probe)) ||
+         (sel.kernel >= 1 && plan_fast(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, probe));
 }
 
 /// Fills seg's small_* and small_bwd fields when the fiber-per-thread backward (kron_small_bwd.h)
@@ -663,18 +649,27 @@ bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limit
   return true;
 }
 
-/// The backward's natural-order split (see natural_tail): where neither fused backward of its own
-/// takes the whole product but one takes modes 1 … n−1 over M · p₀ rows (the small-factor
-/// backward as selected, or the two-factor register-tile backward). Fills `tail` when it does.
-bool plan_natural_tail_bwd(long long M, const std::vector<ModeDims>& modes, const Limits& lim,
-                           const FwdSelect& sel, Segment& tail) {
+/// The natural-order split: where no single kernel of the small-factor or register-tile kind
+/// takes the whole product (e.g. 256 × (16⊗16⊗16⊗16): Π p = 65536 is past the small-factor
+/// kernel's 8192; 128 × (32⊗32⊗32)) but one takes modes 1 … n−1 over the M · p₀ rows of X's
+/// natural layout, mode 0 follows as one strided-batched GEMM (per row of X: Yₘ (q₀ × L) =
+/// F₀ᵀ · Tₘ (p₀ × L)), and the backward mirrors it. Two passes over the data like the generic
+/// plan's two groups, but through the faster kernels. Never under "old"; X's rows (and the
+/// backward's ∂ℓ/∂X's) must be dense (make_plan's x_dense). See the table at the top.
+/// Plans the tail's kernel into `tail` (the forward's, or with `backward` the small-factor
+/// backward as selected or the two-factor register-tile backward); false where none takes it.
+bool plan_natural_tail(long long M, const std::vector<ModeDims>& modes, const Limits& lim, const FwdSelect& sel,
+                       bool backward, Segment& tail) {
   const int n = static_cast<int>(modes.size());
   if (sel.kernel < 1 || n < 3 || M < 1 || lim.smem_block_max == 0) return false;
   if (M > (1LL << 40) / modes[0].p) return false;
   const std::vector<ModeDims> rest(modes.begin() + 1, modes.end());
   const long long rows = M * modes[0].p;
-  if (small_bwd_selected(sel, rest) && plan_small_bwd(rest, rows, lim, sel, tail)) return true;
-  return fast_bwd_eligible(rest) && plan_fast_bwd(rest, rows, lim, sel.kernel == 3 ? FwdSelect{2} : sel, tail);
+  const FwdSelect fast_sel = sel.kernel == 3 ? FwdSelect{2} : sel;
+  if (backward)
+    return (small_bwd_selected(sel, rest) && plan_small_bwd(rest, rows, lim, sel, tail)) ||
+           (fast_bwd_eligible(rest) && plan_fast_bwd(rest, rows, lim, fast_sel, tail));
+  return (sel.kernel >= 2 && plan_small(rest, rows, lim, sel, tail)) || plan_fast(rest, rows, lim, fast_sel, tail);
 }
 
 }  // namespace
@@ -806,9 +801,13 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   // A two-factor fp32 backward that the register-tile kernel takes is one group whatever the
   // traffic estimate below says of the generic kernel's groupings; likewise the small-factor
   // backward when selected (SPARSEKERN_KRON_BWD_KERNEL=small).
+  // The kernel selection of this direction, read once (fp32 device plans only), so that the
+  // grouping and the segments' kernels below agree.
+  const FwdSelect sel = lim.gemm_steps || dtype != DType::f32 ? FwdSelect{}
+                        : backward                            ? backward_select()
+                                                              : forward_select();
   bool fast_bwd = false;
   if (!lim.gemm_steps && backward && dtype == DType::f32 && M >= 1) {
-    const FwdSelect sel = backward_select();
     if (sel.kernel >= 1 && fast_bwd_eligible(modes)) {
       FastBwdArgs a;
       fast_bwd = fast_bwd_layout(modes, 1, 1, false, a) <= lim.smem_block_max;
@@ -822,8 +821,7 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
   // group whose tile spans fewer than 32 bytes of consecutive outer indices stores partial sectors.
   // A dynamic program over the cut points picks the grouping with the least estimated traffic.
   std::vector<Segment> groups;
-  const FwdSelect fsel = backward ? FwdSelect{} : forward_select();  // read once: the split and its tail agree
-  Segment natural_probe;  // the backward split's tail kernel fields, planned once
+  Segment probe;
   if (lim.gemm_steps) {  // the CPU's plan: one GEMM step per mode
     for (int k = 0; k < n; ++k) {
       groups.emplace_back();
@@ -835,9 +833,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
     groups.emplace_back();
     groups.back().first = 0;
     groups.back().count = n;
-  } else if (dtype == DType::f32 && x_dense &&
-             (backward ? plan_natural_tail_bwd(M, modes, lim, backward_select(), natural_probe)
-                       : natural_tail(M, modes, lim, fsel))) {
+  } else if (dtype == DType::f32 && x_dense && (backward || !one_forward_kernel(M, modes, lim, sel)) &&
+             plan_natural_tail(M, modes, lim, sel, backward, probe)) {
     groups.resize(2);
     groups[0].kind = SegKind::gemm;
     groups[0].first = 0;
@@ -903,22 +900,11 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       seg.grid = std::min<long long>(seg.ntiles, per_sm * lim.num_sms);
       // Two modes in one group, fp32: the register-tile backward when selected and it fits.
       if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
-        const FwdSelect sel = backward_select();
         const bool small = small_bwd_selected(sel, modes) && plan_small_bwd(modes, M, lim, sel, seg);
         if (!small && sel.kernel >= 1) plan_fast_bwd(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
-      } else if (seg.natural) {  // the natural split's tail: its kernel as plan_natural_tail_bwd chose it
-        const int first = seg.first, count = seg.count;
-        const long long L = seg.L, s_in = seg.s_in, s_out = seg.s_out, s_max = seg.s_max;
-        const int part_stride = seg.part_stride;
-        seg = natural_probe;
-        seg.first = first;
-        seg.count = count;
-        seg.L = L;
-        seg.s_in = s_in;
-        seg.s_out = s_out;
-        seg.s_max = s_max;
-        seg.part_stride = part_stride;
-        seg.natural = true;
+      } else if (seg.natural) {  // the natural split's tail: the kernel the grouping found
+        if (!plan_natural_tail(M, modes, lim, sel, true, seg))
+          throw std::logic_error("kron: the natural split's tail has no kernel");
         // The backward recomputes this segment's output (the head's input state) first: with the
         // small-factor forward on the same tiles (its launch gets the backward's shared memory and
         // grid, more than it needs); the register-tile backward's plan has its forward fields.
@@ -928,14 +914,11 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       seg.grid = std::min<long long>(seg.ntiles, 1LL << 30);
       // One group over every mode, fp32: the register-tile kernel when selected and it fits.
       if (dtype == DType::f32 && seg.L == 1 && seg.count == n) {
-        const FwdSelect sel = forward_select();
         const bool small = sel.kernel >= 2 && plan_small(modes, M, lim, sel, seg);
         if (!small && sel.kernel >= 1) plan_fast(modes, M, lim, sel.kernel == 3 ? FwdSelect{2} : sel, seg);
-      } else if (seg.natural) {  // the tail of the natural split: M · p₀ rows (natural_tail chose it)
-        const std::vector<ModeDims> tail(modes.begin() + 1, modes.end());
-        const bool small = fsel.kernel >= 2 && plan_small(tail, M * seg.L, lim, fsel, seg);
-        if (!small && !plan_fast(tail, M * seg.L, lim, fsel.kernel == 3 ? FwdSelect{2} : fsel, seg))
-          throw std::logic_error("kron: the natural split's tail has no kernel");  // natural_tail checked it
+      } else if (seg.natural) {  // the natural split's tail: the kernel the grouping found
+        if (!plan_natural_tail(M, modes, lim, sel, false, seg))
+          throw std::logic_error("kron: the natural split's tail has no kernel");
       }
     }
   }

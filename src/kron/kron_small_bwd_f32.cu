@@ -40,12 +40,7 @@ void launch_bwd_p(const SmallBwdArgs& a, long long grid, std::size_t smem, int d
 
 template <int NT>
 void launch_bwd(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  if (a.a.pmax <= 8)
-    launch_bwd_p<NT, 8>(a, grid, smem, device, stream);
-  else if (a.a.pmax <= 16)
-    launch_bwd_p<NT, 16>(a, grid, smem, device, stream);
-  else
-    launch_bwd_p<NT, 32>(a, grid, smem, device, stream);
+  with_pmax(a.a.pmax, [&](auto pm) { launch_bwd_p<NT, decltype(pm)::value>(a, grid, smem, device, stream); });
 }
 
 }  // namespace

@@ -31,12 +31,7 @@ void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int de
 
 template <int NT>
 void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  if (a.pmax <= 8)
-    launch_small_p<NT, 8>(a, grid, smem, device, stream);
-  else if (a.pmax <= 16)
-    launch_small_p<NT, 16>(a, grid, smem, device, stream);
-  else
-    launch_small_p<NT, 32>(a, grid, smem, device, stream);
+  with_pmax(a.pmax, [&](auto pm) { launch_small_p<NT, decltype(pm)::value>(a, grid, smem, device, stream); });
 }
 
 }  // namespace

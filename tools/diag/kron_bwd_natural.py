@@ -1,4 +1,4 @@
-"""The backward's natural-order split (kron_plan.cpp: plan_natural_tail_bwd) against the native
+"""The backward's natural-order split (kron_plan.cpp: plan_natural_tail) against the native
 plan it replaces (SPARSEKERN_KRON_BWD_KERNEL=old: the generic fused groups, which is what auto ran
 for these shapes before) and the step-wise torch backward, device time of a 20-call CUDA graph
 (every gradient), fp32, TF32 off, with the forward's time and the plans.

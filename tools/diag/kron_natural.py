@@ -1,4 +1,4 @@
-"""The natural-order split (kron_plan.cpp: natural_tail) against the plan it replaces, in one run:
+"""The natural-order split (kron_plan.cpp: plan_natural_tail) against the plan it replaces, in one run:
 the same product with X's rows dense (split) and with X's rows 4 floats apart more (no split: the
 generic groups), device time of a 20-call CUDA graph, fp32, TF32 off, plus the kernels of the split.
 

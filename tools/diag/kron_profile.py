@@ -12,11 +12,10 @@ import math
 import sys
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from sparsekern import _C
 from sparsekern._core import as_dlpack
-from sparsekern.bench import host_time_us, time_ms
+from sparsekern.bench import gpu_events, host_time_us, time_ms
 from sparsekern.bench.kron import FULL
 from sparsekern.kron import kron_matmul, kron_reference
 
@@ -37,20 +36,12 @@ def plan_line(x, fs, backward=True):
 
 def kernels(fn, reps=20):
     """{kernel name: µs per call} from the profiler (CUDA activity), and launches per call."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    out, launches = {}, 0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            name = e.name[:90]
-            out[name] = out.get(name, 0.0) + e.time_range.elapsed_us() / reps
-            launches += 1
-    return out, launches / reps
+    out = {}
+    events = gpu_events(fn, torch.device("cuda"), reps)
+    for e in events:
+        name = e.name[:90]
+        out[name] = out.get(name, 0.0) + e.time_range.elapsed_us() / reps
+    return out, len(events) / reps
 
 
 def main():

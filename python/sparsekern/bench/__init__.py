@@ -129,23 +129,27 @@ def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 2
     return time_ms(graph.replay, device) / calls
 
 
-def kernel_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 20) -> float:
-    """Device time per call in milliseconds as the sum of the durations of every kernel, copy and
-    memset that `calls` calls put on the GPU (torch.profiler, CUDA activity), after a warm-up.
-    Unlike graph_time_ms it leaves out the gaps between kernels, so compare it only with itself.
-    For callables that cannot be captured into a CUDA graph (a peer launching on a stream of its
-    own choosing)."""
+def gpu_events(fn: Callable[[], object], device: torch.device, calls: int = 1, warmup: int = 3) -> list:
+    """The GPU activities (kernels, copies, memsets) of `calls` calls of fn after `warmup` calls, as
+    torch.profiler events (name, time_range)."""
     from torch.profiler import ProfilerActivity, profile
 
-    for _ in range(3):
+    for _ in range(warmup):
         fn()
     _sync(device)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             fn()
         _sync(device)
-    total_us = sum(e.time_range.elapsed_us() for e in prof.events()
-                   if e.device_type == torch.autograd.DeviceType.CUDA)
+    return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def kernel_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 20) -> float:
+    """Device time per call in milliseconds as the sum of the durations of every kernel, copy and
+    memset that `calls` calls put on the GPU (gpu_events), after a warm-up. Unlike graph_time_ms
+    it leaves out the gaps between kernels, so compare it only with itself. For callables that
+    cannot be captured into a CUDA graph (a peer launching on a stream of its own choosing)."""
+    total_us = sum(e.time_range.elapsed_us() for e in gpu_events(fn, device, calls))
     if total_us <= 0:
         raise RuntimeError("the profiler recorded no GPU activity")
     return total_us / calls / 1e3

@@ -38,7 +38,7 @@ from .._core import as_dlpack
 from ..kron import kron_matmul, kron_reference
 from ..kron_cli import min_bytes, shuffle_flops
 from ..testing import randn, rel_error, tolerance
-from . import Case, time_ms, Tf32
+from . import Case, gpu_events, time_ms, Tf32
 
 FULL = [(16, [32, 32]), (32, [128, 128]), (1024, [32, 32]), (1024, [64, 64]), (1024, [128, 128]),
         (1024, [16, 16, 16]), (1024, [8, 8, 8, 8]), (256, [16, 16, 16, 16]), (4096, [64, 64]),
@@ -68,11 +68,9 @@ def _fastkron():
 
 _PROBE = r"""
 import math, sys, torch
-from pyfastkron import fastkronbase
-import pyfastkron.fastkrontorch as fk
+from sparsekern.bench.kron import _fastkron
 from sparsekern.kron import kron_reference
-if fastkronbase.fastkronX86 is None:
-    fk.fastkrontorch.x86 = True
+fk = _fastkron()
 torch.backends.cuda.matmul.allow_tf32 = False
 for case in sys.argv[1:]:
     batch, sizes = case.split(":")
@@ -123,24 +121,13 @@ def _fastkron_probe(grid) -> dict:
     return {(b, tuple(sz)): status.get(k, "not probed") for (b, sz), k in zip(grid, keys)}
 
 
-def _kernel_names(fn) -> list[str]:
-    """Names of the GPU kernels one call of fn launches (torch.profiler), to show which code ran."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name[:80] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 def _fastkron_cases(fk, x, fs, shape, mode, flops, nbytes, tol, extra) -> list[Case]:
     """Forward and backward of ours against FastKron for one case (eager times; see the module doc)."""
     if not fk.fastkrontorch.isSupported(x, fs):  # it would run torch ops, not FastKron
         return []
     x64, f64 = x.double(), [f.double() for f in fs]
-    extra = dict(extra, anchor_kernels=_kernel_names(lambda: fk.gemkm(x, fs)))
+    # Which code ran: the names of the GPU activities of one FastKron call.
+    extra = dict(extra, anchor_kernels=[e.name[:80] for e in gpu_events(lambda: fk.gemkm(x, fs), x.device, 1, 1)])
 
     def verify_fwd():
         return rel_error(mode.wrap(lambda: fk.gemkm(x, fs))(), kron_reference(x64, f64))
