@@ -60,7 +60,8 @@ def sm90_instantiations():
     both B majors, tf32 dds for Bop = Sᵀ at b = 64/128 (wgmma takes tf32 K-major only), the grouped
     dds (16-bit b = 32/64/128 both majors, tf32 b = 64/128 Bop = Sᵀ), 16-bit sdd at b = 64/128 (a b = 32 sdd
     on wgmma, 64-row tiles over pairs of block rows, measured slower than the SM80 kernel: see
-    docs/PERF_NOTES.md). ~30-55 s of single-core nvcc time each."""
+    docs/PERF_NOTES.md), tf32 sdd at b = 64/128 on K-major operands (transposed copies of the
+    weight gradient's operands). ~30-55 s of single-core nvcc time each."""
     for e in ("f16", "bf16"):
         for b in (32, 64, 128):
             for tag, km in (("bt", "true"), ("bn", "false")):
@@ -80,7 +81,10 @@ def sm90_instantiations():
     for e in ("f16", "bf16"):
         for b in (64, 128):
             yield (f"sdd_{e}_{b}.cu", "sdd",
-                   f"template bool sdd_launch<Elem::{e}, {b}>(const tc::TcParams&, int, int, int, int, void*);")
+                   f"template bool sdd_launch<Elem::{e}, {b}, false>(const tc::TcParams&, int, int, int, int, void*);")
+    for b in (64, 128):
+        yield (f"sdd_tf32_{b}_k.cu", "sdd",
+               f"template bool sdd_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, int, int, void*);")
 
 
 def _write(out: pathlib.Path, files: list) -> None:

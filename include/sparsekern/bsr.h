@@ -86,11 +86,22 @@ struct DdsParams {
   /// unequal numbers of blocks (e.g. any random pattern). Used where each SM gets several tiles
   /// (see sm90::use_dynamic_tiles); small problems keep the round-robin share. Like a cuBLAS workspace, it must not be
   /// in use by another operation that may run at the same time (one buffer per stream is safe).
+  /// With dds_workspace_bytes(p) bytes, 16-byte aligned, an fp32 (TF32) product with op(S) = S on a
+  /// Hopper GPU also copies the blocks there transposed, so that it runs the wgmma kernel (which
+  /// reads tf32 blocks K-major only) instead of the SM80 one: the input gradient of a linear layer.
+  /// A smaller workspace keeps the SM80 kernel for those products.
   Workspace workspace{};
 };
 
 /// Bytes of DdsParams::workspace that enable the dynamic tile schedule.
 constexpr std::size_t kDdsWorkspaceBytes = 16;
+
+/// Bytes of DdsParams::workspace that give `p` its fastest kernel: kDdsWorkspaceBytes, plus room
+/// for the transposed blocks where the product takes them (fp32 with TF32, op(S) = S, b ∈ {64,
+/// 128}, a compute capability 9.0 GPU and a build with sm_90a). Reads p's dtype, fp32_math,
+/// transpose_s, device, s.block_size and s.nnz_blocks; queries the device's compute capability
+/// once (no synchronisation).
+std::size_t dds_workspace_bytes(const DdsParams& p);
 
 /// values[p] = (A · B) restricted to block p of `pattern`, for every stored block: a sampled dense
 /// product (the gradient of dsd/dds with respect to the sparse values).
@@ -107,7 +118,26 @@ struct SddParams {
   BlockSparseView pattern{};  ///< m × n
   void* out_values = nullptr;
   dense::Fp32Math fp32_math = dense::Fp32Math::ieee;
+  /// Optional device scratch (CUDA only): null, or sdd_workspace_bytes(p) bytes, 16-byte aligned.
+  /// wgmma reads tf32 operands K-major only, so with fp32 (TF32) on a Hopper GPU the product copies
+  /// `a` and `b` transposed into it (unless they already are: `a` row-major and `b` column-major)
+  /// and runs the wgmma kernel; without it (or with fewer bytes), the SM80 (mma.sync) kernel.
+  /// Stream-ordered like DdsParams::workspace.
+  Workspace workspace{};
 };
+
+/// Bytes of SddParams::workspace for `p` (0 where no kernel uses one): the transposed copies of an
+/// fp32 (TF32) product's operands with b ∈ {64, 128} on a compute capability 9.0 GPU (sm_90a
+/// build), where the pattern holds enough blocks for the faster kernel to repay the copies (see
+/// bsr.cpp). Reads p's dtype, fp32_math, device, pattern.block_size, pattern.nnz_blocks, a.rows,
+/// a.cols and b.cols.
+std::size_t sdd_workspace_bytes(const SddParams& p);
+
+/// Whether fp32 (TF32) products with blocks of `block_size` run the sm_90a wgmma kernels on
+/// `device` when their operands are K-major (sdd: `a` row-major, `b` column-major, read without
+/// copies): a build with sm_90a, a compute capability 9.0 GPU, b ∈ {64, 128},
+/// SPARSEKERN_BSR_SM90 not 0. False on the CPU and in a build without CUDA.
+bool tf32_wgmma(Device device, std::int64_t block_size);
 
 /// Validates `p` and runs dsd on `p.device` (CPU, or CUDA on `stream`). Throws InvalidArgument /
 /// TypeMismatch / BackendUnavailable / CudaError; never synchronises the host.

@@ -129,7 +129,8 @@ void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int6
 
 void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t cols,
          std::int64_t block, const nb::object& row_indices, const nb::object& col_indices,
-         const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream) {
+         const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
+         std::size_t workspace_bytes) {
   bsr::SddParams p;
   p.pattern = sparse_view(out_values, rows, cols, block, nb::none(), col_indices, row_indices,
                           nb::none(), nb::none(), nb::none(), &p.dtype, &p.device);
@@ -139,7 +140,39 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
   p.a = matrix2d(a, "a");
   p.b = matrix2d(b, "b");
   p.fp32_math = math(allow_tf32);
+  p.workspace = Workspace{reinterpret_cast<void*>(workspace), workspace_bytes};
   bsr::sdd(p, as_stream(stream));
+}
+
+/// DdsParams::workspace bytes for an fp32 product (TF32 if `tf32`) on CUDA device `device` (< 0:
+/// the tile counter alone).
+std::size_t dds_workspace_bytes(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device) {
+  if (device < 0) return bsr::kDdsWorkspaceBytes;
+  bsr::DdsParams p;
+  p.dtype = DType::f32;
+  p.device = Device{DeviceType::cuda, device};
+  p.fp32_math = math(tf32);
+  p.transpose_s = transpose;
+  p.s.nnz_blocks = nnz;
+  p.s.block_size = block;
+  return bsr::dds_workspace_bytes(p);
+}
+
+/// SddParams::workspace bytes for an fp32 product (TF32 if `tf32`) of an m × k and a k × n operand.
+std::size_t sdd_workspace_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
+                                std::int64_t nnz, bool tf32, int device) {
+  if (device < 0) return 0;
+  bsr::SddParams p;
+  p.dtype = DType::f32;
+  p.device = Device{DeviceType::cuda, device};
+  p.fp32_math = math(tf32);
+  p.a.rows = m;
+  p.a.cols = k;
+  p.b.rows = k;
+  p.b.cols = n;
+  p.pattern.block_size = block;
+  p.pattern.nnz_blocks = nnz;
+  return bsr::sdd_workspace_bytes(p);
 }
 
 void validate(std::int64_t nnz, std::int64_t rows, std::int64_t cols, std::int64_t block,
@@ -173,9 +206,22 @@ void register_bsr(nb::module_& m) {
         nb::arg("workspace_bytes") = 0,
         "out ← a · op(S) (+ bias), S block-sparse (rows × cols), op(S) = Sᵀ if transpose; workspace: "
         "optional device scratch of bsr_dds_workspace_bytes() bytes for the dynamic tile schedule "
-        "(one per stream)");
-  m.def("bsr_dds_workspace_bytes", [] { return bsr::kDdsWorkspaceBytes; },
-        "bytes of the optional bsr_dds workspace (see DdsParams::workspace)");
+        "(one per stream), or of bsr_dds_workspace_bytes(nnz, b, transpose, tf32, device) bytes "
+        "for the transposed tf32 blocks as well");
+  m.def("bsr_dds_workspace_bytes", &dds_workspace_bytes, nb::arg("nnz_blocks") = 0, nb::arg("block_size") = 0,
+        nb::arg("transpose") = true, nb::arg("tf32") = false, nb::arg("device") = -1,
+        "bytes of the optional bsr_dds workspace (see DdsParams::workspace): the tile counter, plus "
+        "the transposed blocks of an fp32 product with TF32 and op(S) = S on a Hopper `device`");
+  m.def("bsr_sdd_workspace_bytes", &sdd_workspace_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"),
+        nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"), nb::arg("device"),
+        "bytes of the bsr_sdd workspace for an fp32 (m × k)·(k × n) product on a pattern of nnz_blocks "
+        "blocks on CUDA `device` (0 where none is used; see SddParams::workspace)");
+  m.def("bsr_tf32_wgmma", [](int device, std::int64_t block) {
+          return bsr::tf32_wgmma(Device{DeviceType::cuda, device}, block);
+        },
+        nb::arg("device"), nb::arg("block_size"),
+        "whether fp32 (TF32) products with this block size run the sm_90a wgmma kernels on CUDA "
+        "`device` (sdd: with `a` row-major and `b` column-major, or on copies in the workspace)");
   m.def("bsr_dsd", &dsd, nb::arg("values"), nb::arg("rows"), nb::arg("cols"), nb::arg("block_size"),
         nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_col_offsets").none(), nb::arg("block_rows_by_col").none(),
@@ -184,8 +230,10 @@ void register_bsr(nb::module_& m) {
         "out ← op(S) · b, S block-sparse (rows × cols), op(S) = Sᵀ if transpose");
   m.def("bsr_sdd", &sdd, nb::arg("a"), nb::arg("b"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_indices").none(), nb::arg("block_col_indices").none(),
-        nb::arg("out_values"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0,
-        "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p])");
+        nb::arg("out_values"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0, nb::arg("workspace") = 0,
+        nb::arg("workspace_bytes") = 0,
+        "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p]); "
+        "workspace: optional device scratch of bsr_sdd_workspace_bytes(...) bytes (tf32 on Hopper)");
   m.def("bsr_validate", &validate, nb::arg("nnz_blocks"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_row_indices").none(), nb::arg("block_col_offsets").none(),

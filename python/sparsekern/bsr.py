@@ -23,6 +23,7 @@ as many elsewhere, keeping the optimizer's per-block state consistent (see ``Blo
 """
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Optional
 
@@ -40,6 +41,13 @@ _INDEX_NAMES = ("block_row_offsets", "block_col_indices", "block_row_indices", "
 
 _get_tf32 = torch._C._get_cublas_allow_tf32
 _Tensor = torch.Tensor
+_UINT8 = torch.uint8
+# fp32 products with TF32 on a Hopper GPU get a device workspace for transposed copies of the
+# operands that wgmma must read K-major (DdsParams/SddParams::workspace): the blocks of dds with
+# op(S) = S, the dense operands of sdd. SPARSEKERN_BSR_TF32_COPIES=0 (or setting this to False)
+# withholds it, keeping those products on the SM80 kernels (an sdd given K-major operands still
+# runs wgmma): for comparisons.
+_tf32_copies = os.environ.get("SPARSEKERN_BSR_TF32_COPIES", "1") != "0"
 _INT32 = torch.int32
 _FLOAT32 = torch.float32
 
@@ -434,24 +442,24 @@ def _vec(t: torch.Tensor) -> int:
     return 16 // t.element_size()
 
 
+def _row_major_ok(t: torch.Tensor) -> bool:
+    (r, c), (sr, sc) = t.shape, t.stride()
+    return r == 0 or c == 0 or ((sc == 1 or c <= 1) and (sr % _vec(t) == 0 or r <= 1) and t.data_ptr() % 16 == 0)
+
+
+def _col_major_ok(t: torch.Tensor) -> bool:
+    (r, c), (sr, sc) = t.shape, t.stride()
+    return r == 0 or c == 0 or ((sr == 1 or r <= 1) and (sc % _vec(t) == 0 or c <= 1) and t.data_ptr() % 16 == 0)
+
+
 def _row_major(t: torch.Tensor) -> torch.Tensor:
     """Unit column stride, 16-byte aligned rows (copy only when needed; CUDA only)."""
-    if not t.is_cuda:
-        return t
-    (r, c), (sr, sc) = t.shape, t.stride()
-    if r == 0 or c == 0 or ((sc == 1 or c <= 1) and (sr % _vec(t) == 0 or r <= 1) and t.data_ptr() % 16 == 0):
-        return t
-    return t.contiguous()
+    return t if not t.is_cuda or _row_major_ok(t) else t.contiguous()
 
 
 def _col_major(t: torch.Tensor) -> torch.Tensor:
     """Unit row stride, 16-byte aligned columns (copy only when needed; CUDA only)."""
-    if not t.is_cuda:
-        return t
-    (r, c), (sr, sc) = t.shape, t.stride()
-    if r == 0 or c == 0 or ((sr == 1 or r <= 1) and (sc % _vec(t) == 0 or c <= 1) and t.data_ptr() % 16 == 0):
-        return t
-    return t.t().contiguous().t()
+    return t if not t.is_cuda or _col_major_ok(t) else t.t().contiguous().t()
 
 
 def _allow_tf32(t: torch.Tensor) -> bool:
@@ -562,14 +570,21 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias):
         sets = (_to_dlpack(ro), _to_dlpack(ci), None, None, None)
     else:  # the column-wise set, and block_col_indices for the CPU cross-check of blocks_by_col
         sets = (None, _to_dlpack(ci), _to_dlpack(co), _to_dlpack(rbc), _to_dlpack(bbc))
+    tf32 = cuda and a.dtype is _FLOAT32 and bool(_get_tf32())
     if cuda:
-        stream = _raw_stream(a.get_device())
-        ws = _tile_counters.get((a.get_device(), stream)) or tile_counter(a, stream)
+        device = a.get_device()
+        stream = _raw_stream(device)
+        ws = _tile_counters.get((device, stream)) or tile_counter(a, stream)
+        if tf32 and not transpose and _tf32_copies:  # room for the transposed blocks (Hopper)
+            nbytes = _C.bsr_dds_workspace_bytes(values.shape[0], values.shape[1], False, True, device)
+            if nbytes > ws[1]:
+                buf = torch.empty(nbytes, dtype=_UINT8, device=a.device)
+                ws = (buf.data_ptr(), nbytes, buf)
     else:
         stream, ws = 0, (0, 0)
     _C.bsr_dds(_to_dlpack(a), _to_dlpack(values.contiguous()), rows, cols, values.shape[1], *sets,
                transpose, None if bias is None else _to_dlpack(bias), _to_dlpack(out),
-               cuda and a.dtype is _FLOAT32 and bool(_get_tf32()), stream, ws[0], ws[1])
+               tf32, stream, ws[0], ws[1])
     return out
 
 
@@ -625,9 +640,28 @@ def _sdd_impl(a, b, like_values, index, rows, cols):
     out = torch.empty_like(like_values, memory_format=torch.contiguous_format)
     if out.numel() == 0:
         return out
-    a, b = _col_major(a), _row_major(b)
+    tf32 = _allow_tf32(a)
+    ws, nbytes = None, 0
+    if tf32 and _C.bsr_tf32_wgmma(a.get_device(), like_values.shape[1]):
+        # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others
+        # are copied K-major into a workspace where the pattern holds enough blocks to repay it
+        # (else the SM80 kernel reads them).
+        if _row_major_ok(a) and _col_major_ok(b):
+            pass
+        else:
+            if _tf32_copies:
+                nbytes = _C.bsr_sdd_workspace_bytes(a.shape[0], a.shape[1], b.shape[1], like_values.shape[1],
+                                                    like_values.shape[0], True, a.get_device())
+            if nbytes:
+                a = a if _row_major_ok(a) else _col_major(a)
+                b = b if _col_major_ok(b) else _row_major(b)
+                ws = torch.empty(nbytes, dtype=_UINT8, device=a.device)
+            else:
+                a, b = _col_major(a), _row_major(b)
+    else:
+        a, b = _col_major(a), _row_major(b)
     _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
-               _idx(index[1]), as_dlpack(out), _allow_tf32(a), stream_of(a))
+               _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes)
     return out
 
 

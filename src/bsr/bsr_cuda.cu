@@ -137,6 +137,75 @@ __global__ void __launch_bounds__(256) sdd_simt_kernel(SimtSdd p) {
   out[blk * b * b + std::int64_t(m_off + ty) * b + n_off + tx] = from_acc<T>(acc);
 }
 
+/// out[v] (cols × rows, row stride ld_out) = in[v]ᵀ (in[v]: rows × cols, row stride ld_in, unit
+/// column stride) for v < batch: 64 × 64 tiles through shared memory, read and written as 16-byte
+/// vectors where the tile is whole and the lines aligned (scalar otherwise). Copies the tf32
+/// operands that wgmma must read K-major (the blocks of a dds with Bop = S, the operands of a
+/// weight gradient's sdd). One flat grid over (v, tile row, tile column).
+struct TransposeArgs {
+  const float* in;
+  float* out;
+  std::int64_t rows, cols, ld_in, ld_out, in_batch, out_batch;
+  std::int64_t tile_rows, tile_cols;
+  bool vec;  // 16-byte aligned bases, batch strides and line strides
+};
+
+bool aligned16(const void* p);
+
+constexpr int kTT = 64;  // transpose tile edge
+
+__global__ void __launch_bounds__(256) transpose_f32_kernel(TransposeArgs p) {
+  __shared__ float tile[kTT][kTT + 1];
+  const std::int64_t per = p.tile_rows * p.tile_cols;
+  const std::int64_t id = blockIdx.x, v = id / per, t = id - v * per;
+  const std::int64_t r0 = (t / p.tile_cols) * kTT, c0 = (t % p.tile_cols) * kTT;
+  const float* in = p.in + v * p.in_batch;
+  float* out = p.out + v * p.out_batch;
+  const int tx = int(threadIdx.x) % 16, ty = int(threadIdx.x) / 16;  // 16 vectors of 4 per line
+  const bool whole = p.vec && r0 + kTT <= p.rows && c0 + kTT <= p.cols;
+  if (whole) {
+#pragma unroll
+    for (int i = 0; i < kTT; i += 16) {
+      const float4 x = *reinterpret_cast<const float4*>(in + (r0 + i + ty) * p.ld_in + c0 + 4 * tx);
+      tile[i + ty][4 * tx] = x.x;
+      tile[i + ty][4 * tx + 1] = x.y;
+      tile[i + ty][4 * tx + 2] = x.z;
+      tile[i + ty][4 * tx + 3] = x.w;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kTT; i += 16) {
+      const int c = i + ty;
+      *reinterpret_cast<float4*>(out + (c0 + c) * p.ld_out + r0 + 4 * tx) =
+          make_float4(tile[4 * tx][c], tile[4 * tx + 1][c], tile[4 * tx + 2][c], tile[4 * tx + 3][c]);
+    }
+    return;
+  }
+  const int lx = int(threadIdx.x) % 64, ly = int(threadIdx.x) / 64;  // 4 lines of 64 per pass
+  for (int i = ly; i < kTT; i += 4) {
+    const std::int64_t r = r0 + i, c = c0 + lx;
+    if (r < p.rows && c < p.cols) tile[i][lx] = in[r * p.ld_in + c];
+  }
+  __syncthreads();
+  for (int i = ly; i < kTT; i += 4) {
+    const std::int64_t c = c0 + i, r = r0 + lx;
+    if (c < p.cols && r < p.rows) out[c * p.ld_out + r] = tile[lx][i];
+  }
+}
+
+void transpose_f32(const void* in, std::int64_t batch, std::int64_t rows, std::int64_t cols, std::int64_t ld_in,
+                   std::int64_t in_batch, void* out, std::int64_t ld_out, std::int64_t out_batch, cudaStream_t stream) {
+  const bool vec = aligned16(in) && aligned16(out) && ld_in % 4 == 0 && ld_out % 4 == 0 && in_batch % 4 == 0 &&
+                   out_batch % 4 == 0;
+  TransposeArgs a{static_cast<const float*>(in), static_cast<float*>(out), rows, cols, ld_in, ld_out, in_batch,
+                  out_batch, (rows + kTT - 1) / kTT, (cols + kTT - 1) / kTT, vec};
+  const std::int64_t blocks = batch * a.tile_rows * a.tile_cols;
+  if (blocks == 0) return;
+  SK_EXPECTS(blocks <= INT_MAX, "bsr: operand too large to transpose in one launch (", rows, " x ", cols, ")");
+  transpose_f32_kernel<<<unsigned(blocks), 256, 0, stream>>>(a);
+  SK_CUDA_CHECK_LAUNCH();
+}
+
 template <typename F>
 void with_device_type(DType dtype, F&& f) {
   switch (dtype) {
@@ -369,6 +438,12 @@ bool built() { return SPARSEKERN_BSR_SM90A != 0; }
 
 namespace sparsekern::bsr::detail {
 
+bool tf32_wgmma(int device, std::int64_t block) {
+  if (!sm90::built() || !sm90_enabled() || (block != 64 && block != 128)) return false;
+  const DeviceInfo dev = device_info(device);
+  return dev.major == 9 && dev.minor == 0;
+}
+
 void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
   const std::int64_t m = p.a.rows, n = p.c.cols;
   if (m == 0 || n == 0) return;
@@ -404,29 +479,93 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
     t.schedule = schedule();  // sm90::set_schedule resolves it (static: the counter is not used)
     t.tile_counter = p.tile_counter;
     const int nb = int(p.s.n_blocks), b = int(p.s.block);
-    // sm_90a: 16-bit with b ∈ {32, 64, 128}; tf32 with Bop = Sᵀ (wgmma reads tf32 K-major only) and
-    // b ∈ {64, 128} (the forward of a linear layer).
+    bool bt = p.s.transposed_blocks;
+    // tf32 with Bop = S (a linear layer's input gradient): wgmma reads tf32 blocks K-major only, so
+    // the blocks are copied transposed into the caller's scratch first (value indices unchanged).
+    if (p.dtype == DType::f32 && !bt && p.block_scratch != nullptr && !c_col && t.nnz > 0 &&
+        tf32_wgmma(p.device.index, b)) {
+      transpose_f32(p.s.values, t.nnz, b, b, b, std::int64_t(b) * b, p.block_scratch, b, std::int64_t(b) * b, stream);
+      t.values = p.block_scratch;
+      bt = true;
+    }
+    // sm_90a: 16-bit with b ∈ {32, 64, 128}; tf32 with K-major blocks (Bop = Sᵀ, or the copy above)
+    // and b ∈ {64, 128}.
     const bool sm90_dtype = p.dtype != DType::f32 ? (b == 32 || b == 64 || b == 128)
-                                                  : (p.s.transposed_blocks && (b == 64 || b == 128));
+                                                  : (bt && (b == 64 || b == 128));
     if (sm90_dtype && !c_col && sm90::built() && sm90_enabled() &&
         t.nnz > 0 && t.a_cols > 0 && m < (std::int64_t(1) << 31) && t.a_cols < (std::int64_t(1) << 31) &&
         t.nnz * b < (std::int64_t(1) << 31)) {
       const DeviceInfo dev = device_info(p.device.index);
       if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
-        if (dds_sm90(t, nb, b, p.s.transposed_blocks, p.dtype, dev.sms, stream)) return;
+        if (dds_sm90(t, nb, b, bt, p.dtype, dev.sms, stream)) return;
       }
     }
     if (p.dtype == DType::f32) {
-      if (p.s.transposed_blocks) dds_tc_launch<true, true>(t, nb, b, stream);
+      if (bt) dds_tc_launch<true, true>(t, nb, b, stream);
       else dds_tc_launch<true, false>(t, nb, b, stream);
     } else {
-      if (p.s.transposed_blocks) dds_tc_launch<false, true>(t, nb, b, stream);
+      if (bt) dds_tc_launch<false, true>(t, nb, b, stream);
       else dds_tc_launch<false, false>(t, nb, b, stream);
     }
     return;
   }
   dds_simt(p, stream);
 }
+
+#if SPARSEKERN_BSR_SM90A
+/// tf32 sdd on the sm_90a wgmma kernel, which reads tf32 K-major only: A (m × k) row-major and B
+/// (k × n) column-major as given, or copied so from the usual weight-gradient layouts (A
+/// column-major, B row-major) into the caller's workspace. False (nothing launched) where it does
+/// not apply: not tf32 on Hopper, other layouts, no workspace for the copies, a refused TMA
+/// descriptor.
+bool sdd_tf32_sm90(const SddParams& p, cudaStream_t stream) {
+  const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols, b = p.pattern.block_size;
+  if (p.dtype != DType::f32 || p.fp32_math != dense::Fp32Math::tf32 || k <= 0 || !aligned16(p.out_values) ||
+      m >= (std::int64_t(1) << 31) || n >= (std::int64_t(1) << 31) || k >= (std::int64_t(1) << 31) ||
+      !tf32_wgmma(p.device.index, b)) {
+    return false;
+  }
+  constexpr std::int64_t vec = 4;
+  const bool a_kmajor = tc_operand(p.a.data, p.a.col_stride, p.a.row_stride, m, vec);
+  const bool b_kmajor = tc_operand(p.b.data, p.b.row_stride, p.b.col_stride, n, vec);
+  const bool a_mmajor = !a_kmajor && p.a.row_stride == 1;
+  const bool b_nmajor = !b_kmajor && p.b.col_stride == 1;
+  if (!(a_kmajor || a_mmajor) || !(b_kmajor || b_nmajor)) return false;
+  const void* a = p.a.data;
+  const void* bm = p.b.data;
+  std::int64_t lda = m <= 1 ? vec : p.a.row_stride, ldb = n <= 1 ? vec : p.b.col_stride;
+  if (!a_kmajor || !b_kmajor) {
+    const std::size_t need = sdd_workspace_bytes(p);  // 0: the copies would not pay
+    if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need) return false;
+    const std::int64_t ldk = (k + 3) / 4 * 4;
+    char* ws = static_cast<char*>(p.workspace.data);
+    const std::size_t a_bytes = (std::size_t(m) * std::size_t(ldk) * sizeof(float) + 255) / 256 * 256;
+    if (!a_kmajor) {  // A column-major: its memory is Aᵀ (k × m, row stride col_stride)
+      transpose_f32(p.a.data, 1, k, m, p.a.col_stride, 0, ws, ldk, 0, stream);
+      a = ws;
+      lda = ldk;
+    }
+    if (!b_kmajor) {  // B row-major (k × n): its transpose, n × k row-major, is B column-major
+      transpose_f32(p.b.data, 1, k, n, p.b.row_stride, 0, ws + a_bytes, ldk, 0, stream);
+      bm = ws + a_bytes;
+      ldb = ldk;
+    }
+  }
+  tc::TcParams t;
+  t.a = a;
+  t.lda = lda;
+  t.b = bm;
+  t.ldb = ldb;
+  t.out_values = p.out_values;
+  t.block_rows = p.pattern.block_row_indices;
+  t.block_cols = p.pattern.block_col_indices;
+  t.k = int(k);
+  t.block = int(b);
+  const int nnz = int(p.pattern.nnz_blocks), sms = device_info(p.device.index).sms;
+  return b == 64 ? sm90::sdd_launch<sm90::Elem::tf32, 64, true>(t, nnz, int(m), int(n), sms, stream)
+                 : sm90::sdd_launch<sm90::Elem::tf32, 128, true>(t, nnz, int(m), int(n), sms, stream);
+}
+#endif
 
 void sdd_cuda(const SddParams& p, Stream stream_ptr) {
   if (p.pattern.nnz_blocks == 0) return;
@@ -436,6 +575,9 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
 
   const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
   const std::int64_t k = p.a.cols;
+#if SPARSEKERN_BSR_SM90A
+  if (sdd_tf32_sm90(p, stream)) return;
+#endif
   // A column-major (M-major) and B row-major (N-major): the layouts of Xᵀ and dY in a weight
   // gradient, read without copies.
   const bool a_ok = k == 0 || tc_operand(p.a.data, p.a.row_stride, p.a.col_stride, k, vec);
@@ -461,11 +603,11 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
         const int rows = int(p.a.rows), cols = int(p.b.cols);
         bool launched;
         if (b == 64) {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64>(t, nnz, rows, cols, dev.sms, stream)
-                            : sm90::sdd_launch<sm90::Elem::f16, 64>(t, nnz, rows, cols, dev.sms, stream);
+          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64, false>(t, nnz, rows, cols, dev.sms, stream)
+                            : sm90::sdd_launch<sm90::Elem::f16, 64, false>(t, nnz, rows, cols, dev.sms, stream);
         } else {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128>(t, nnz, rows, cols, dev.sms, stream)
-                            : sm90::sdd_launch<sm90::Elem::f16, 128>(t, nnz, rows, cols, dev.sms, stream);
+          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, dev.sms, stream)
+                            : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, dev.sms, stream);
         }
         if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
       }

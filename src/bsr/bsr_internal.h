@@ -32,7 +32,18 @@ struct DdsProblem {
   const void* bias = nullptr;
   MutableMatrixView c{};
   int* tile_counter = nullptr;  ///< from DdsParams::workspace (CUDA), or null
+  /// From DdsParams::workspace when it holds dds_workspace_bytes(): room for the nnz_blocks blocks
+  /// transposed (fp32, Bop = S on Hopper; see dds_cuda), 16-byte aligned; else null.
+  void* block_scratch = nullptr;
 };
+
+/// Offset of the transposed blocks in DdsParams::workspace (after the tile counter).
+constexpr std::size_t kDdsScratchOffset = 256;
+
+/// Whether fp32 (TF32) products with blocks of `block` run the sm_90a wgmma kernels on CUDA device
+/// `device` when their operands are K-major: a build with sm_90a, compute capability 9.0,
+/// b ∈ {64, 128}, SPARSEKERN_BSR_SM90 not 0. False in a build without CUDA.
+bool tf32_wgmma(int device, std::int64_t block);
 
 void dds_cpu(const DdsProblem& p);
 void sdd_cpu(const SddParams& p);

@@ -114,6 +114,18 @@ void test_products() {
   s.b = MatrixView{bm.data(), K, C, C, 1, 0};
   s.pattern = pat.view();
   s.out_values = vals.data();
+  {  // SddParams::workspace: 16-byte aligned when given; none is used on the CPU.
+    alignas(16) unsigned char ws[32] = {};
+    s.workspace = Workspace{ws + 4, 16};
+    SK_EXPECT_THROW(InvalidArgument, bsr::sdd(s, nullptr), "`workspace` must be 16-byte aligned");
+    s.workspace = Workspace{ws, 16};
+    SK_CHECK(bsr::sdd_workspace_bytes(s) == 0, "sdd_workspace_bytes on the CPU");
+    bsr::DdsParams d;
+    d.dtype = DType::f32;
+    d.fp32_math = dense::Fp32Math::tf32;
+    d.s = pat.view();
+    SK_CHECK(bsr::dds_workspace_bytes(d) == bsr::kDdsWorkspaceBytes, "dds_workspace_bytes on the CPU");
+  }
   bsr::sdd(s, nullptr);
   double err = 0;
   for (int e = 0; e < 4; ++e)

@@ -188,8 +188,9 @@ def test_dds_grouped_edges(block, dtype, transpose):
 @pytest.mark.parametrize("block", [64, 128])
 @pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
 def test_dds_grouped_edges_tf32(block, transpose):
-    """The same cases in fp32 with TF32 allowed: blocks of 64/128 with Bop = Sᵀ take the grouped
-    kernel's tf32 instantiations (Bop = S runs the SM80 kernel: wgmma reads tf32 K-major only)."""
+    """The same cases in fp32 with TF32 allowed: blocks of 64/128 take the grouped kernel's tf32
+    instantiations (wgmma reads tf32 K-major only: with Bop = S, on copies of the blocks
+    transposed into the workspace)."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     prev = torch.backends.cuda.matmul.allow_tf32
@@ -246,6 +247,102 @@ def test_dds_workspace_checked():
         _C.bsr_dds(*args(), buf.data_ptr() + 2, need)
     _C.bsr_dds(*args(), buf.data_ptr(), need)  # on the CPU a valid workspace is ignored
     assert rel_error(out, x.double() @ dense64(s)) <= tol(torch.float32, torch.device("cpu"))
+
+
+def test_tf32_workspace_sizes():
+    """bsr_dds_workspace_bytes / bsr_sdd_workspace_bytes: the tile counter alone (dds) or nothing
+    (sdd) without a CUDA device or where no copy is made (op(S) = Sᵀ, TF32 off, blocks of 32, an
+    sdd pattern too sparse to repay the copies); where bsr_tf32_wgmma says the Hopper kernels run,
+    room for the transposed blocks / operands."""
+    base = _C.bsr_dds_workspace_bytes()
+    assert base == _C.bsr_dds_workspace_bytes(40, 64, False, True, -1)
+    assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 1024, True, -1) == 0
+    if not (torch.cuda.is_available() and sparsekern.cuda_available()):
+        return
+    dev = torch.cuda.current_device()
+    assert not _C.bsr_tf32_wgmma(dev, 32) and not _C.bsr_tf32_wgmma(dev, 16)
+    assert _C.bsr_dds_workspace_bytes(40, 64, True, True, dev) == base
+    assert _C.bsr_dds_workspace_bytes(40, 64, False, False, dev) == base
+    assert _C.bsr_dds_workspace_bytes(40, 32, False, True, dev) == base
+    assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 1024, False, dev) == 0
+    assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 32, 1024, True, dev) == 0
+    assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 100, True, dev) == 0  # too sparse
+    for block in (64, 128):
+        wgmma = _C.bsr_tf32_wgmma(dev, block)
+        hopper = torch.cuda.get_device_capability(dev) == (9, 0)
+        assert not wgmma or hopper
+        dds_need = _C.bsr_dds_workspace_bytes(40, block, False, True, dev)
+        sdd_need = _C.bsr_sdd_workspace_bytes(2048, 100, 2048, block, 1024, True, dev)
+        if wgmma:  # the blocks after a 256-byte counter area; a and b with k padded to 4
+            assert dds_need == 256 + 40 * block * block * 4
+            assert sdd_need == (2048 * 100 * 4 + 255) // 256 * 256 + 2048 * 100 * 4
+        else:
+            assert dds_need == base and sdd_need == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", [64, 128])
+@pytest.mark.parametrize("layouts", ["col-row", "row-col", "row-row", "col-col"])
+@pytest.mark.parametrize("copies", [True, False], ids=["copies", "no-copies"])
+def test_sdd_tf32_layouts(block, layouts, copies, monkeypatch):
+    """tf32 sdd with `a` and `b` in each layout, with and without the workspace for K-major copies
+    (on Hopper: the wgmma kernel on copies, or on operands given K-major, i.e. `a` row-major and
+    `b` column-major; without copies the SM80 kernel), k a multiple of 32 and not, a lone-block
+    and a random pattern, and a 4096² one dense enough for the copies to pay, against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    monkeypatch.setattr(bsr, "_tf32_copies", copies)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(block)
+    lone = torch.zeros(5, 3, dtype=torch.bool)
+    lone[3, 1] = True
+    # The last pattern holds enough blocks for the copies to pay (bsr_sdd_workspace_bytes > 0).
+    big = 4096 // block
+    masks = [torch.rand(5, 3, generator=g) < 0.5, lone, torch.rand(big, big, generator=g) < 0.8]
+    for mask in masks:
+        rb, cb = mask.shape
+        pattern = make_matrix(rb * block, cb * block, block, 0.5, torch.float32, dev, mask=mask)
+        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+        for k in ((32, 200, 1000) if rb < 10 else (200,)):
+            a = randn(rb * block, k, device=dev)
+            b = randn(k, cb * block, device=dev)
+            la, lb = layouts.split("-")
+            a_in = a if la == "row" else a.t().contiguous().t()
+            b_in = b if lb == "row" else b.t().contiguous().t()
+            out = bsr.sdd(a_in, b_in, pattern)
+            ref = (a.double() @ b.double()) * dense_mask
+            assert rel_error(out.to_dense(), ref) <= tol(torch.float32, dev), (k, layouts)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", [64, 128])
+@pytest.mark.parametrize("copies", [True, False], ids=["copies", "no-copies"])
+@pytest.mark.parametrize("size", ["small", "dense"])
+def test_linear_tf32_backward(block, copies, size, monkeypatch):
+    """BlockSparseLinear in fp32 with TF32: output, input, weight and bias gradients against
+    float64, with the transposed copies (Hopper: dX on wgmma; dW too for the 2048² layer at
+    d = 0.9, whose pattern repays the copies) and without (SM80 kernels), an odd batch."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    monkeypatch.setattr(bsr, "_tf32_copies", copies)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    dev = torch.device("cuda")
+    torch.manual_seed(block)
+    k_in, n_out, density = (6 * block, 4 * block, 0.3) if size == "small" else (2048, 2048, 0.9)
+    layer = BlockSparseLinear(k_in, n_out, density=density, block_size=block, device=dev)
+    x = torch.randn(129, k_in, device=dev, requires_grad=True)
+    y = layer(x)
+    go = torch.randn_like(y)
+    gx, gw, gb = torch.autograd.grad(y, (x, layer.weight, layer.bias), go)
+    dense_w = layer.to_dense_linear().weight.detach().double()
+    rows, cols = layer.block_row_indices.long(), layer.block_col_indices.long()
+    ref_y = x.double() @ dense_w.t() + layer.bias.double()
+    assert rel_error(y, ref_y) <= tol(torch.float32, dev)
+    assert rel_error(gx, go.double() @ dense_w) <= tol(torch.float32, dev)
+    grid = (go.double().t() @ x.double()).reshape(n_out // block, block, k_in // block, block).permute(0, 2, 1, 3)
+    assert rel_error(gw, grid[rows, cols]) <= tol(torch.float32, dev)
+    assert rel_error(gb, go.double().sum(0)) <= tol(torch.float32, dev)
 
 
 @pytest.mark.cuda

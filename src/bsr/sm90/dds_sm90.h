@@ -53,9 +53,11 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
 
 /// values[p] = (A · B)[block p] for the `nnz_blocks` blocks of the pattern (p.block_rows/block_cols),
 /// A (a_rows × p.k) with unit row stride (column stride p.lda), B (p.k × b_cols) with unit column
-/// stride (row stride p.ldb), out written row-major per block. kBlock ∈ {64, 128}; requirements
-/// as for dds_launch (p.k > 0, 16-byte alignment, sizes below 2³¹).
-template <Elem kElem, int kBlock>
+/// stride (row stride p.ldb), out written row-major per block. kKMajor: A with unit column stride
+/// (row stride p.lda) and B with unit row stride (column stride p.ldb) instead (the only layouts
+/// wgmma reads tf32 from; instantiated for tf32). kBlock ∈ {64, 128}; requirements as for
+/// dds_launch (p.k > 0, 16-byte alignment, sizes below 2³¹).
+template <Elem kElem, int kBlock, bool kKMajor>
 bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream);
 
 }  // namespace sparsekern::bsr::sm90

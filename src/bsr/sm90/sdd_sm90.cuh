@@ -1,6 +1,8 @@
 #pragma once
 // Block-sparse sdd on Hopper: values[p] = (A · B)[block p] for the blocks p of a pattern, A (m × k)
-// M-major and B (k × n) N-major (the layouts of dYᵀ and X in a weight gradient, read in place).
+// M-major and B (k × n) N-major (the layouts of dYᵀ and X in a weight gradient, read in place), or,
+// with kKMajor, both K-major (A row-major, B column-major): wgmma reads tf32 operands K-major only,
+// so the tf32 weight gradient runs on transposed copies of dY and X (see sdd_cuda in bsr_cuda.cu).
 //
 // Same structure as dds_sm90.cuh (persistent, a TMA producer warpgroup, two ping-pong wgmma
 // consumer warpgroups with one stage ring each), with a dense K loop: a consumer tile is a
@@ -11,26 +13,26 @@
 
 namespace sparsekern::bsr::sm90 {
 
-template <Elem kElem, int kBlock>
+template <Elem kElem, int kBlock, bool kKMajor = false>
 struct SddConfig {
   using T = typename ElemT<kElem>::type;
   static constexpr int kThreads = 384;
   static constexpr int kTM = 64;       // rows per consumer tile: b / 64 tiles per block
   static constexpr int kBN = kBlock;   // the whole block width
-  static constexpr int kBK = 64;       // one 128-byte line of k per stage (SW128)
-  static constexpr int kStageBytes = (kTM + kBN) * kBK * 2;
+  static constexpr int kElemBytes = int(sizeof(T));
+  static constexpr int kBK = 128 / kElemBytes;  // one 128-byte line of k per stage (SW128)
+  static constexpr int kStageBytes = (kTM + kBN) * kBK * kElemBytes;
   // Two rings (one per consumer, see Rings) in ~200 KB, at most 6 stages each: long K loops.
   static constexpr int kPerRing = std::min(6, (200 * 1024) / (2 * kStageBytes));
   static constexpr int kStages = 2 * kPerRing;
-  using MmaAtom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBN>, Int<kBK>>,
-                                                GMMA::Major::MN, GMMA::Major::MN>());
+  static constexpr GMMA::Major kMajor = kKMajor ? GMMA::Major::K : GMMA::Major::MN;
+  using MmaAtom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBN>, Int<kBK>>, kMajor, kMajor>());
   using TiledMma = decltype(make_tiled_mma(MmaAtom{}));
-  using AtomA = decltype(smem_atom<T, false, kTM * 2>());
-  using AtomB = decltype(smem_atom<T, false, kBN * 2>());
-  using SmemLayoutA = decltype(tile_to_shape(AtomA{}, make_shape(Int<kTM>{}, Int<kBK>{}, Int<kStages>{}),
-                                             Step<_2, _1, _3>{}));
-  using SmemLayoutB = decltype(tile_to_shape(AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{}),
-                                             Step<_2, _1, _3>{}));
+  using AtomA = decltype(smem_atom<T, kKMajor, (kKMajor ? kBK : kTM) * kElemBytes>());
+  using AtomB = decltype(smem_atom<T, kKMajor, (kKMajor ? kBK : kBN) * kElemBytes>());
+  using Order = std::conditional_t<kKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>;
+  using SmemLayoutA = decltype(tile_to_shape(AtomA{}, make_shape(Int<kTM>{}, Int<kBK>{}, Int<kStages>{}), Order{}));
+  using SmemLayoutB = decltype(tile_to_shape(AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{}), Order{}));
   struct Shared {
     alignas(1024) T a[cosize_v<SmemLayoutA>];
     alignas(1024) T b[cosize_v<SmemLayoutB>];
@@ -48,16 +50,19 @@ struct SddArgs {
 };
 
 /// A: m × k with unit row stride (column stride lda); B viewed as n × k with unit stride along n
-/// (row stride ldb of the k × n matrix). Both in CuTe's (M or N, K) operand convention.
+/// (row stride ldb of the k × n matrix). Both in CuTe's (M or N, K) operand convention. K-major
+/// (kKMajor): A with unit column stride (row stride lda), B with unit row stride (column stride ldb).
 template <class Cfg>
 auto sdd_a_view(const void* a, int m, int k, std::int64_t lda) {
-  return make_tensor(make_gmem_ptr(static_cast<const typename Cfg::T*>(a)), make_shape(m, k),
-                     make_stride(Int<1>{}, lda));
+  const auto* t = static_cast<const typename Cfg::T*>(a);
+  if constexpr (Cfg::kMajor == GMMA::Major::K) return make_tensor(make_gmem_ptr(t), make_shape(m, k), make_stride(lda, Int<1>{}));
+  else return make_tensor(make_gmem_ptr(t), make_shape(m, k), make_stride(Int<1>{}, lda));
 }
 template <class Cfg>
 auto sdd_b_view(const void* b, int n, int k, std::int64_t ldb) {
-  return make_tensor(make_gmem_ptr(static_cast<const typename Cfg::T*>(b)), make_shape(n, k),
-                     make_stride(Int<1>{}, ldb));
+  const auto* t = static_cast<const typename Cfg::T*>(b);
+  if constexpr (Cfg::kMajor == GMMA::Major::K) return make_tensor(make_gmem_ptr(t), make_shape(n, k), make_stride(ldb, Int<1>{}));
+  else return make_tensor(make_gmem_ptr(t), make_shape(n, k), make_stride(Int<1>{}, ldb));
 }
 template <class Cfg>
 using SddTmaA = decltype(make_tma_atom(SM90_TMA_LOAD{}, sdd_a_view<Cfg>(nullptr, 1, 1, 8),
@@ -140,7 +145,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       CUTE_UNROLL
       for (int i = 0; i < size(acc); i += 2) {
         const auto rc = tCcC(i);
-        store_pair(dst + get<0>(rc) * kBN + get<1>(rc), acc(i), acc(i + 1));
+        if constexpr (sizeof(T) == 4) {  // tf32: fp32 values, column pairs as 8-byte vectors
+          *reinterpret_cast<float2*>(dst + get<0>(rc) * kBN + get<1>(rc)) = make_float2(acc(i), acc(i + 1));
+        } else {
+          store_pair(dst + get<0>(rc) * kBN + get<1>(rc), acc(i), acc(i + 1));
+        }
       }
     }
   }
@@ -149,19 +158,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-template <Elem kElem, int kBlock>
+template <Elem kElem, int kBlock, bool kKMajor>
 bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream) {
-  using Cfg = SddConfig<kElem, kBlock>;
+  using Cfg = SddConfig<kElem, kBlock, kKMajor>;
   using TA = SddTmaA<Cfg>;
   using TB = SddTmaB<Cfg>;
   SK_EXPECTS(p.k > 0 && nnz_blocks > 0 && a_rows > 0 && b_cols > 0, "bsr (sm90 sdd): unsupported problem");
   {
     using T = typename Cfg::T;
     constexpr std::uint64_t E = sizeof(T);
-    if (!tma_encodable<T>(p.a, std::uint64_t(a_rows), std::uint64_t(p.k), std::uint64_t(p.lda) * E, 64, Cfg::kBK) ||
-        !tma_encodable<T>(p.b, std::uint64_t(b_cols), std::uint64_t(p.k), std::uint64_t(p.ldb) * E, 64, Cfg::kBK)) {
-      return false;
-    }
+    const bool ok =
+        kKMajor ? tma_encodable<T>(p.a, std::uint64_t(p.k), std::uint64_t(a_rows), std::uint64_t(p.lda) * E, Cfg::kBK, Cfg::kTM) &&
+                      tma_encodable<T>(p.b, std::uint64_t(p.k), std::uint64_t(b_cols), std::uint64_t(p.ldb) * E, Cfg::kBK, Cfg::kBN)
+                : tma_encodable<T>(p.a, std::uint64_t(a_rows), std::uint64_t(p.k), std::uint64_t(p.lda) * E, 64, Cfg::kBK) &&
+                      tma_encodable<T>(p.b, std::uint64_t(b_cols), std::uint64_t(p.k), std::uint64_t(p.ldb) * E, 64, Cfg::kBK);
+    if (!ok) return false;
   }
   TA tma_a = make_tma_atom(SM90_TMA_LOAD{}, sdd_a_view<Cfg>(p.a, a_rows, p.k, p.lda),
                            typename Cfg::SmemLayoutA{}(_, _, 0), make_shape(Int<Cfg::kTM>{}, Int<Cfg::kBK>{}));
