@@ -548,10 +548,14 @@ def _check_dds_args_full(a, values, index, rows, cols, transpose, bias):
     return a.shape[0], n
 
 
-def _dds_impl(a, values, index, rows, cols, transpose, bias):
-    mn = _dds_args_ok(a, values, index, rows, cols, transpose, bias)
-    fast = mn is not None
-    m, n = mn if fast else _check_dds_args_full(a, values, index, rows, cols, transpose, bias)
+def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
+    """`checked`: as for _sdd_impl (a backward pass whose operands passed the forward's checks)."""
+    if checked:
+        m, n, fast = a.shape[0], rows if transpose else cols, True
+    else:
+        mn = _dds_args_ok(a, values, index, rows, cols, transpose, bias)
+        fast = mn is not None
+        m, n = mn if fast else _check_dds_args_full(a, values, index, rows, cols, transpose, bias)
     out = a.new_empty(m, n)  # the (m, n) varargs form parses ~0.5 µs faster than a size tuple
     if m == 0 or n == 0:
         return out
@@ -635,8 +639,12 @@ def _check_sdd_args(a, b, like_values, index, rows, cols):
                          f"{tuple(a.shape)} · {tuple(b.shape)}")
 
 
-def _sdd_impl(a, b, like_values, index, rows, cols):
-    _check_sdd_args(a, b, like_values, index, rows, cols)
+def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
+    """`checked`: the caller vouches for the arguments (a backward pass: the pattern and `a`/`b`
+    passed the forward's checks, autograd gives the gradient the output's shape, dtype and
+    device), which skips ~10 µs of host time per call."""
+    if not checked:
+        _check_sdd_args(a, b, like_values, index, rows, cols)
     out = torch.empty_like(like_values, memory_format=torch.contiguous_format)
     if out.numel() == 0:
         return out
@@ -734,18 +742,39 @@ def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, ne
     """(dA, dS values, dbias) of dds per the table above; `differentiable` runs the custom ops (a
     graph for double backward), else the kernels directly."""
     def dds_(x, v, idx, *rest):
-        return _dds_op(x, v, *idx, *rest) if differentiable else _dds_impl(x, v, idx, *rest)
+        return _dds_op(x, v, *idx, *rest) if differentiable else _dds_impl(x, v, idx, *rest, True)
 
     def sdd_(x, y, like, idx, *rest):
-        return _sdd_op(x, y, like, *idx, *rest) if differentiable else _sdd_impl(x, y, like, idx, *rest)
+        return _sdd_op(x, y, like, *idx, *rest) if differentiable else _sdd_impl(x, y, like, idx, *rest, True)
 
     index = tuple(index)
     ga = dds_(grad, values, index, rows, cols, not transpose, None) if need_a else None
     gv = None
     if need_v:
         gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
-    gbias = grad.sum(0) if need_bias else None
+    gbias = (grad.sum(0) if differentiable else _column_sums(grad)) if need_bias else None
     return ga, gv, gbias
+
+
+# A ones vector per (device, dtype, stream) for _column_sums, grown to the largest row count seen.
+_ones: dict = {}
+
+
+def _column_sums(g: torch.Tensor) -> torch.Tensor:
+    """Σ over the rows of `g` (m × n): the bias gradient of a linear layer. On CUDA a cuBLAS GEMV
+    against a cached ones vector, which reads `g` faster than torch's reduction (H100, 8192 rows:
+    27 vs 37 µs for 4096 bf16 columns, 7 vs 15 µs for 768, 47 vs 58 µs for 4096 fp32;
+    tools/diag/bias_grad.py), else torch's sum."""
+    if not g.is_cuda or g.dim() != 2 or g.shape[0] == 0:
+        return g.sum(0)
+    m = g.shape[0]
+    key = (g.get_device(), g.dtype, _raw_stream(g.get_device()))
+    ones = _ones.get(key)
+    if ones is None or ones.shape[0] < m:
+        if torch.cuda.is_current_stream_capturing():  # no allocation that outlives a capture
+            return g.sum(0)
+        ones = _ones[key] = torch.ones(max(m, 1024), dtype=g.dtype, device=g.device)
+    return torch.mv(g.t(), ones[:m])
 
 
 def _backward_dds(ctx, grad):

@@ -281,6 +281,22 @@ def test_tf32_workspace_sizes():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d)[6:])
+def test_bias_gradient_column_sums(dtype):
+    """The bias gradient's column sums (a GEMV against a cached ones vector on CUDA) against float64,
+    for row counts that grow and shrink the cached vector, a strided gradient and an empty one."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    for m, n in ((7, 96), (3000, 64), (5, 32), (1, 8), (0, 16)):
+        g = randn(m, n, dtype=dtype, device="cuda")
+        for view in (g, g[:, ::2]):
+            out = bsr._column_sums(view)
+            assert out.shape == (view.shape[1],) and out.dtype == dtype
+            ref = view.double().sum(0)
+            assert rel_error(out, ref) <= tol(dtype, torch.device("cuda")) or ref.abs().max() == 0, (m, n)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("block", [64, 128])
 @pytest.mark.parametrize("layouts", ["col-row", "row-col", "row-row", "col-col"])
 @pytest.mark.parametrize("copies", [True, False], ids=["copies", "no-copies"])
