@@ -313,8 +313,8 @@ struct Segment {
   // register-tile kernel) reads its input (M, L, s_in) as M·L rows of s_in and writes (M, L, s_out);
   // the GEMM head (mode 0) then reads (M, p, L) and writes (M, q, L), Y's own layout.
   bool natural = false;
-  // The natural split's head (mode 0) through kron_head.h's pass instead of cuBLAS
-  // (SPARSEKERN_KRON_HEAD=kernel, p and q ≤ 32; opt-in until measured).
+  // The natural split's head (mode 0) through kron_head.h's pass instead of cuBLAS (by default
+  // for p, q ≤ 8; SPARSEKERN_KRON_HEAD=kernel up to 32, =gemm never: kron_plan.cpp).
   bool head_pass = false;
 };
 

@@ -314,7 +314,7 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
   }
   const MatrixView& f = r.factors[seg.first];
   const long long p = f.rows, q = f.cols, L = seg.L;
-  if (seg.head_pass) {  // the natural split's head through kron_head.h's pass (SPARSEKERN_KRON_HEAD=kernel)
+  if (seg.head_pass) {  // the natural split's head through kron_head.h's pass (heads ≤ 8, or SPARSEKERN_KRON_HEAD)
     r.be->head_pass(head_args(in, ld_in, out, ld_out, M, L, f, false), r.device, r.stream);
     return;
   }

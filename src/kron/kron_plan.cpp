@@ -73,7 +73,7 @@
 //   shared memory               → both factor copies and n + 1 tiles (X, ∂ℓ/∂Y, n − 1 states; the
 //                                 next tile loads into the first two states that die; two modes
 //                                 add a spare tile): 8⊗8⊗8⊗8 five 16 KB tiles, two blocks per SM;
-//                                 "small:lean=1" (n ≥ 3, opt-in, not yet measured): n tiles, X
+//                                 "small:lean=1" (n ≥ 3, opt-in, measured slower): n tiles, X
 //                                 read again from global memory for mode 0's contraction
 //                                 (8⊗8⊗8⊗8: three blocks per SM; 16⊗16⊗16: four)
 //   grid                        → persistent, as many blocks as are resident at once
@@ -611,15 +611,23 @@ bool small_bwd_selected(const FwdSelect& sel, const std::vector<ModeDims>& modes
 
 /// Largest p and q of the natural split's head that kron_head.h's pass takes (kHeadMaxP).
 constexpr long long kHeadMaxPass = 32;
+/// Largest p and q for which auto takes the pass. Session 13 (H100, fp32, device time, gemm vs
+/// pass, µs): heads of 8 forward 93.7 vs 53.6 (256 × [8^5]), 366 vs 194 (1024 × [8^5]), 101 vs 61
+/// (256 × [8,16,16,16]), backward 6-13% faster; heads of 16 equal (64 / 256 × [16,8,8,8,8],
+/// 256 × [16^4]) except 16 × [16^4] (14 vs 23, slower); heads of 32 slower (128 × [32^3]: 44 vs
+/// 85). benchmarks/results/kron-head-H100-2026-11-25-session13.txt.
+constexpr long long kHeadAutoMax = 8;
 
-/// SPARSEKERN_KRON_HEAD (read at every plan): "kernel" runs the natural split's mode 0 through
-/// kron_head.h's pass, "gemm" or unset through strided-batched GEMMs (the measured default).
-bool head_pass_selected() {
+/// SPARSEKERN_KRON_HEAD (read at every plan): the largest head (p and q) the natural split runs
+/// through kron_head.h's pass rather than strided-batched GEMMs: "auto" or unset kHeadAutoMax,
+/// "kernel" kHeadMaxPass, "gemm" 0 (never).
+long long head_pass_max() {
   const char* v = std::getenv("SPARSEKERN_KRON_HEAD");
-  if (v == nullptr || *v == '\0' || std::string(v) == "gemm") return false;
-  if (std::string(v) == "kernel") return true;
-  throw InvalidArgument(sparsekern::detail::concat("SPARSEKERN_KRON_HEAD must be \"kernel\" or \"gemm\"; got \"",
-                                                   v, "\""));
+  if (v == nullptr || *v == '\0' || std::string(v) == "auto") return kHeadAutoMax;
+  if (std::string(v) == "gemm") return 0;
+  if (std::string(v) == "kernel") return kHeadMaxPass;
+  throw InvalidArgument(sparsekern::detail::concat(
+      "SPARSEKERN_KRON_HEAD must be \"auto\", \"kernel\" or \"gemm\"; got \"", v, "\""));
 }
 
 /// Whether one small-factor or register-tile forward kernel takes the whole product.
@@ -638,7 +646,7 @@ bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limit
   SmallShape s;
   if (!small_shape(modes, M, lim, sel, s)) return false;
   const long long n = static_cast<long long>(modes.size());
-  const bool lean = sel.lean != 0 && n >= 3;  // one tile less: X read again for mode 0 (opt-in, unmeasured)
+  const bool lean = sel.lean != 0 && n >= 3;  // one tile less: X read again for mode 0 (opt-in, measured slower)
   const long long nbuf = lean ? n : n + 1 + (n == 2 ? 1 : 0);
   const std::size_t smem = static_cast<std::size_t>(2 * s.fel + nbuf * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
@@ -866,8 +874,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
 
     if (seg.kind == SegKind::gemm) {
       const ModeDims& d = modes[seg.first];
-      seg.head_pass = seg.natural && head_pass_selected() && d.p <= kHeadMaxPass && d.q <= kHeadMaxPass &&
-                      seg.L % 4 == 0;
+      const long long head_max = seg.natural ? head_pass_max() : 0;
+      seg.head_pass = seg.natural && d.p <= head_max && d.q <= head_max && seg.L % 4 == 0;
       // Partial products of ∂ℓ/∂F per cuBLAS call: at most 64 MiB of them (bounds the workspace
       // while keeping each batched call large enough to fill the GPU).
       const long long per = d.p * d.q * static_cast<long long>(as);

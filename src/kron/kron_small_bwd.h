@@ -25,10 +25,12 @@
 // Shared memory: both factor copies and a pool of n + 1 tiles of 32·threads floats (n + 2 for two
 // modes): X, ∂ℓ/∂Y and the states S⁽¹⁾ … S⁽ⁿ⁻¹⁾; the next tile's X and ∂ℓ/∂Y load into the first
 // states that die, during this tile's later passes (small_backward_program).
-// Lean pool (SmallBwdArgs::lean, n ≥ 3, opt-in until measured): n tiles. X arrives in S⁽¹⁾'s
+// Lean pool (SmallBwdArgs::lean, n ≥ 3, opt-in; measured slower at every shape tried, see below): n tiles. X arrives in S⁽¹⁾'s
 // buffer and the first recompute pass runs on it in place; mode 0's contraction, the only other
 // reader of X, reads it again from global memory (small_dF_pass_x; L2 holds the block's recent
-// tiles). One tile less per block: three blocks per SM instead of two at 8⊗8⊗8⊗8.
+// tiles). One tile less per block: three blocks per SM instead of two at 8⊗8⊗8⊗8. Session 13 (H100,
+// µs, default vs lean): 1024 × [8^4] 67.0 vs 80.1, [16^3] 76.3 vs 83.6, 4096 × [8^4] 205 vs 226,
+// 256 × [16^4] 473 vs 518: the re-read of X costs more than the extra block per SM gains.
 
 #include "kron_small.h"
 

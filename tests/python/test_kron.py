@@ -1372,10 +1372,11 @@ NATURAL = [
 ]
 
 
-@pytest.fixture(params=["gemm", "kernel"])
+@pytest.fixture(params=["gemm", "kernel", "auto"])
 def head(request, monkeypatch):
-    """The natural split's mode 0 through strided-batched GEMMs (default) or kron_head.h's pass
-    (SPARSEKERN_KRON_HEAD=kernel, read at every plan)."""
+    """The natural split's mode 0 through strided-batched GEMMs (SPARSEKERN_KRON_HEAD=gemm),
+    kron_head.h's pass (=kernel, heads up to 32), or the default (auto: the pass for heads up to 8),
+    read at every plan."""
     monkeypatch.setenv("SPARSEKERN_KRON_HEAD", request.param)
     return request.param
 
@@ -1388,7 +1389,8 @@ def test_natural_split_forward(device, batch, shapes, head):
     plan = _plan(batch, shapes, device=device.type)
     if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
         assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and "order=natural" in plan, plan
-        kind = "head" if head == "kernel" else "cublas"
+        limit = {"gemm": 0, "kernel": 32, "auto": 8}[head]
+        kind = "head" if max(shapes[0]) <= limit else "cublas"
         assert f"{kind} modes 0 [{shapes[0][0]}x{shapes[0][1]}] L=" in plan and plan.count("order=natural") == 2
     want = _reference(x.double(), [f.double() for f in fs])
     tol = tolerance(torch.float32)
@@ -1428,7 +1430,7 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
     if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
         assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and plan.count("order=natural") == 2, plan
         assert "kernel=small-bwd" in plan or "kernel=regtile-bwd" in plan
-        assert ("head modes 0" in plan) == (head == "kernel"), plan
+        assert ("head modes 0" in plan) == (max(shapes[0]) <= {"gemm": 0, "kernel": 32, "auto": 8}[head]), plan
     x, fs = _make(batch, shapes, torch.float32, device, grad=True)
     y = kron_matmul(x, fs)
     g = randn(*y.shape, device=device)
@@ -1511,8 +1513,8 @@ def test_natural_split_saved_states_across_kernel_change(device):
 
 
 def test_natural_split_head_setting(monkeypatch):
-    """SPARSEKERN_KRON_HEAD: "kernel" or "gemm"; anything else is a clear error, not a silent default;
-    heads wider than 32 keep the GEMMs."""
+    """SPARSEKERN_KRON_HEAD: "auto" (or unset), "kernel" or "gemm"; anything else is a clear error,
+    not a silent default; heads wider than 32 keep the GEMMs, and auto takes the pass up to 8."""
     monkeypatch.setenv("SPARSEKERN_KRON_HEAD", "fast")
     with pytest.raises(ValueError, match="SPARSEKERN_KRON_HEAD must be"):
         _plan(4, [(16, 16)] * 4)
@@ -1520,3 +1522,11 @@ def test_natural_split_head_setting(monkeypatch):
     if "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
         assert "head modes 0 [16x16]" in _plan(4, [(16, 16)] * 4)
         assert "cublas modes 0 [64x48]" in _plan(4, [(64, 48)] + [(16, 16)] * 3)
+    for value in ("auto", None):
+        if value is None:
+            monkeypatch.delenv("SPARSEKERN_KRON_HEAD")
+        else:
+            monkeypatch.setenv("SPARSEKERN_KRON_HEAD", value)
+        if "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
+            assert "head modes 0 [8x8]" in _plan(4, [(8, 8)] * 5)
+            assert "cublas modes 0 [16x16]" in _plan(4, [(16, 16)] * 4)

@@ -2,11 +2,12 @@
 against cuBLAS's strided-batched GEMMs (the default), device time of a 20-call CUDA graph, forward
 and native backward (every gradient), fp32, TF32 off, with the largest relative differences.
 
-Usage: python tools/diag/kron_head.py
+Usage: python tools/diag/kron_head.py [BATCH:P1,P2,...] ...   (default: session 12's six cases)
 """
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 
@@ -19,8 +20,11 @@ from kron_profile import square_case  # this folder
 dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
 g = torch.Generator().manual_seed(0)
-for batch, sizes in [(256, [16, 16, 16, 16]), (1024, [16, 16, 16, 16]), (128, [32, 32, 32]), (512, [32, 32, 32]),
-                     (64, [8, 8, 8, 8, 8]), (16, [16, 16, 16, 16])]:
+cases = [(256, [16, 16, 16, 16]), (1024, [16, 16, 16, 16]), (128, [32, 32, 32]), (512, [32, 32, 32]),
+         (64, [8, 8, 8, 8, 8]), (16, [16, 16, 16, 16])]
+if len(sys.argv) > 1:
+    cases = [(int(a.split(":")[0]), [int(p) for p in a.split(":")[1].split(",")]) for a in sys.argv[1:]]
+for batch, sizes in cases:
     x, fs, gy = square_case(batch, sizes, g, dev)
     needs = [True] * (len(fs) + 1)
     t, out = {}, {}
