@@ -581,8 +581,8 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
         ws = _tile_counters.get((device, stream)) or tile_counter(a, stream)
         if tf32 and not transpose and _tf32_copies:  # room for the transposed blocks (Hopper)
             nbytes = _C.bsr_dds_workspace_bytes(values.shape[0], values.shape[1], False, True, device)
-            if nbytes > ws[1]:
-                buf = torch.empty(nbytes, dtype=_UINT8, device=a.device)
+            buf = _try_workspace(nbytes, a.device) if nbytes > ws[1] else None
+            if buf is not None:
                 ws = (buf.data_ptr(), nbytes, buf)
     else:
         stream, ws = 0, (0, 0)
@@ -639,6 +639,19 @@ def _check_sdd_args(a, b, like_values, index, rows, cols):
                          f"{tuple(a.shape)} · {tuple(b.shape)}")
 
 
+_empty = torch.empty
+
+
+def _try_workspace(nbytes: int, device: torch.device) -> Optional[torch.Tensor]:
+    """A device workspace for the tf32 copies, or None when the allocation fails: the copies are
+    an optimisation (the sdd's are 2 · k · (m + n) · 4 bytes, 256 MB for a 8192-row batch of a
+    4096 → 4096 layer), so a GPU near its memory limit runs the SM80 kernels instead of failing."""
+    try:
+        return _empty(nbytes, dtype=_UINT8, device=device)
+    except torch.OutOfMemoryError:
+        return None
+
+
 def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
     """`checked`: the caller vouches for the arguments (a backward pass: the pattern and `a`/`b`
     passed the forward's checks, autograd gives the gradient the output's shape, dtype and
@@ -660,11 +673,12 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
             if _tf32_copies:
                 nbytes = _C.bsr_sdd_workspace_bytes(a.shape[0], a.shape[1], b.shape[1], like_values.shape[1],
                                                     like_values.shape[0], True, a.get_device())
-            if nbytes:
+            ws = _try_workspace(nbytes, a.device) if nbytes else None
+            if ws is not None:
                 a = a if _row_major_ok(a) else _col_major(a)
                 b = b if _col_major_ok(b) else _row_major(b)
-                ws = torch.empty(nbytes, dtype=_UINT8, device=a.device)
             else:
+                nbytes = 0
                 a, b = _col_major(a), _row_major(b)
     else:
         a, b = _col_major(a), _row_major(b)

@@ -362,6 +362,24 @@ def test_linear_tf32_backward(block, copies, size, monkeypatch):
 
 
 @pytest.mark.cuda
+def test_tf32_copies_fall_back_when_the_workspace_cannot_be_allocated(monkeypatch):
+    """A workspace allocation that runs out of memory (simulated) is not the caller's failure: the
+    products run without the copies (SM80 kernels) and the gradients stay right."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    calls = []
+
+    def oom(*args, **kwargs):
+        calls.append(args)
+        raise torch.OutOfMemoryError("simulated")
+    monkeypatch.setattr(bsr, "_empty", oom)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    test_linear_tf32_backward(128, True, "dense", monkeypatch)
+    if _C.bsr_tf32_wgmma(torch.cuda.current_device(), 128):
+        assert calls  # the copies were wanted, and refused
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("env", [dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_SCHEDULE="heavy"),
                                  dict(SPARSEKERN_BSR_GROUPED="0", SPARSEKERN_BSR_SCHEDULE="heavy"),
                                  dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_SCHEDULE="static"),
