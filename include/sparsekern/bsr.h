@@ -98,9 +98,9 @@ constexpr std::size_t kDdsWorkspaceBytes = 16;
 
 /// Bytes of DdsParams::workspace that give `p` its fastest kernel: kDdsWorkspaceBytes, plus room
 /// for the transposed blocks where the product takes them (fp32 with TF32, op(S) = S, b ∈ {64,
-/// 128}, a compute capability 9.0 GPU and a build with sm_90a). Reads p's dtype, fp32_math,
-/// transpose_s, device, s.block_size and s.nnz_blocks; queries the device's compute capability
-/// once (no synchronisation).
+/// 128}, at least 1.5 blocks per block column of S on average, a compute capability 9.0 GPU and a
+/// build with sm_90a). Reads p's dtype, fp32_math, transpose_s, device, s.block_size, s.cols and
+/// s.nnz_blocks; queries the device's compute capability once (no synchronisation).
 std::size_t dds_workspace_bytes(const DdsParams& p);
 
 /// values[p] = (A · B) restricted to block p of `pattern`, for every stored block: a sampled dense

@@ -146,7 +146,8 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
 
 /// DdsParams::workspace bytes for an fp32 product (TF32 if `tf32`) on CUDA device `device` (< 0:
 /// the tile counter alone).
-std::size_t dds_workspace_bytes(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device) {
+std::size_t dds_workspace_bytes(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device,
+                                std::int64_t rows, std::int64_t cols) {
   if (device < 0) return bsr::kDdsWorkspaceBytes;
   bsr::DdsParams p;
   p.dtype = DType::f32;
@@ -155,6 +156,8 @@ std::size_t dds_workspace_bytes(std::int64_t nnz, std::int64_t block, bool trans
   p.transpose_s = transpose;
   p.s.nnz_blocks = nnz;
   p.s.block_size = block;
+  p.s.rows = rows;
+  p.s.cols = cols;
   return bsr::dds_workspace_bytes(p);
 }
 
@@ -209,9 +212,11 @@ void register_bsr(nb::module_& m) {
         "(one per stream), or of bsr_dds_workspace_bytes(nnz, b, transpose, tf32, device) bytes "
         "for the transposed tf32 blocks as well");
   m.def("bsr_dds_workspace_bytes", &dds_workspace_bytes, nb::arg("nnz_blocks") = 0, nb::arg("block_size") = 0,
-        nb::arg("transpose") = true, nb::arg("tf32") = false, nb::arg("device") = -1,
+        nb::arg("transpose") = true, nb::arg("tf32") = false, nb::arg("device") = -1, nb::arg("rows") = 0,
+        nb::arg("cols") = 0,
         "bytes of the optional bsr_dds workspace (see DdsParams::workspace): the tile counter, plus "
-        "the transposed blocks of an fp32 product with TF32 and op(S) = S on a Hopper `device`");
+        "the transposed blocks of an fp32 product with TF32 and op(S) = S (S: rows × cols) on a "
+        "Hopper `device` where S holds at least 1.5 blocks per block column");
   m.def("bsr_sdd_workspace_bytes", &sdd_workspace_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"),
         nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"), nb::arg("device"),
         "bytes of the bsr_sdd workspace for an fp32 (m × k)·(k × n) product on a pattern of nnz_blocks "

@@ -580,7 +580,7 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
         stream = _raw_stream(device)
         ws = _tile_counters.get((device, stream)) or tile_counter(a, stream)
         if tf32 and not transpose and _tf32_copies:  # room for the transposed blocks (Hopper)
-            nbytes = _C.bsr_dds_workspace_bytes(values.shape[0], values.shape[1], False, True, device)
+            nbytes = _C.bsr_dds_workspace_bytes(values.shape[0], values.shape[1], False, True, device, rows, cols)
             buf = _try_workspace(nbytes, a.device) if nbytes > ws[1] else None
             if buf is not None:
                 ws = (buf.data_ptr(), nbytes, buf)

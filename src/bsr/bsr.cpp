@@ -227,8 +227,13 @@ bool tf32_wgmma(Device device, std::int64_t block_size) {
 
 std::size_t dds_workspace_bytes(const DdsParams& p) {
   const std::int64_t b = p.s.block_size, nnz = p.s.nnz_blocks;
+  // Bop = S: its block columns are S's. With fewer than ~1.5 blocks per column the product is
+  // bound by writing C, and the sm_90a tf32 kernel's epilogue lost to the SM80 kernel's (H100,
+  // 8192 × 3072 ← 768 input gradient: 104 vs 90-96 µs at 0.6 and 1.2 blocks per column; won at
+  // 1.5: 110 vs 143, 2.4: 39 vs 63, 3.2: 156 vs 313; session 13): no copy there.
+  const std::int64_t n_cols = b > 0 ? p.s.cols / b : 0;
   if (p.device.type == DeviceType::cuda && p.dtype == DType::f32 && p.fp32_math == dense::Fp32Math::tf32 &&
-      !p.transpose_s && nnz > 0 && detail::tf32_wgmma(p.device.index, b)) {
+      !p.transpose_s && nnz > 0 && double(nnz) >= 1.5 * double(n_cols) && detail::tf32_wgmma(p.device.index, b)) {
     return detail::kDdsScratchOffset + std::size_t(nnz) * std::size_t(b * b) * sizeof(float);
   }
   return kDdsWorkspaceBytes;

@@ -261,9 +261,11 @@ def test_tf32_workspace_sizes():
         return
     dev = torch.cuda.current_device()
     assert not _C.bsr_tf32_wgmma(dev, 32) and not _C.bsr_tf32_wgmma(dev, 16)
-    assert _C.bsr_dds_workspace_bytes(40, 64, True, True, dev) == base
-    assert _C.bsr_dds_workspace_bytes(40, 64, False, False, dev) == base
-    assert _C.bsr_dds_workspace_bytes(40, 32, False, True, dev) == base
+    # S of 640 × 640 (10 block columns of 64): 40 blocks, 4 per column.
+    assert _C.bsr_dds_workspace_bytes(40, 64, True, True, dev, 640, 640) == base
+    assert _C.bsr_dds_workspace_bytes(40, 64, False, False, dev, 640, 640) == base
+    assert _C.bsr_dds_workspace_bytes(40, 32, False, True, dev, 1280, 1280) == base
+    assert _C.bsr_dds_workspace_bytes(14, 64, False, True, dev, 640, 640) == base  # 1.4 blocks per column
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 1024, False, dev) == 0
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 32, 1024, True, dev) == 0
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 100, True, dev) == 0  # too sparse
@@ -271,7 +273,7 @@ def test_tf32_workspace_sizes():
         wgmma = _C.bsr_tf32_wgmma(dev, block)
         hopper = torch.cuda.get_device_capability(dev) == (9, 0)
         assert not wgmma or hopper
-        dds_need = _C.bsr_dds_workspace_bytes(40, block, False, True, dev)
+        dds_need = _C.bsr_dds_workspace_bytes(40, block, False, True, dev, 10 * block, 10 * block)
         sdd_need = _C.bsr_sdd_workspace_bytes(2048, 100, 2048, block, 1024, True, dev)
         if wgmma:  # the blocks after a 256-byte counter area; a and b with k padded to 4
             assert dds_need == 256 + 40 * block * block * 4
