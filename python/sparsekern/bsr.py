@@ -663,24 +663,21 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
         return out
     tf32 = _allow_tf32(a)
     ws, nbytes = None, 0
-    if tf32 and _C.bsr_tf32_wgmma(a.get_device(), like_values.shape[1]):
-        # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others
-        # are copied K-major into a workspace where the pattern holds enough blocks to repay it
-        # (else the SM80 kernel reads them).
-        if _row_major_ok(a) and _col_major_ok(b):
-            pass
+    # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others are
+    # copied K-major into a workspace where the pattern holds enough blocks to repay it (else the
+    # SM80 kernel reads them, a column-major and b row-major).
+    kmajor = tf32 and _C.bsr_tf32_wgmma(a.get_device(), like_values.shape[1])
+    if kmajor and not (_row_major_ok(a) and _col_major_ok(b)):
+        if _tf32_copies:
+            nbytes = _C.bsr_sdd_workspace_bytes(a.shape[0], a.shape[1], b.shape[1], like_values.shape[1],
+                                                like_values.shape[0], True, a.get_device())
+        ws = _try_workspace(nbytes, a.device) if nbytes else None
+        if ws is None:
+            kmajor, nbytes = False, 0
         else:
-            if _tf32_copies:
-                nbytes = _C.bsr_sdd_workspace_bytes(a.shape[0], a.shape[1], b.shape[1], like_values.shape[1],
-                                                    like_values.shape[0], True, a.get_device())
-            ws = _try_workspace(nbytes, a.device) if nbytes else None
-            if ws is not None:
-                a = a if _row_major_ok(a) else _col_major(a)
-                b = b if _col_major_ok(b) else _row_major(b)
-            else:
-                nbytes = 0
-                a, b = _col_major(a), _row_major(b)
-    else:
+            a = a if _row_major_ok(a) else _col_major(a)
+            b = b if _col_major_ok(b) else _row_major(b)
+    if not kmajor:
         a, b = _col_major(a), _row_major(b)
     _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
                _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes)

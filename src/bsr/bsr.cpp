@@ -252,10 +252,7 @@ std::size_t sdd_workspace_bytes(const SddParams& p) {
   // nnz · b² / (m + n) = 300 (b = 128; d ≈ 0.15 there) or 700 (b = 64; d ≈ 0.34).
   const double per_line = double(p.pattern.nnz_blocks) * double(b * b) / double(m + n);
   if (per_line < (b == 128 ? 300.0 : 700.0)) return 0;
-  // a copied as row-major m × ldk and b as column-major k × n (ld = ldk), lines padded to 16 bytes.
-  const std::size_t ldk = std::size_t((k + 3) / 4 * 4);
-  const std::size_t a_bytes = (std::size_t(m) * ldk * sizeof(float) + 255) / 256 * 256;
-  return a_bytes + std::size_t(n) * ldk * sizeof(float);
+  return detail::sdd_copies(m, k, n).bytes;
 }
 
 void dsd(const DsdParams& p, Stream stream) {

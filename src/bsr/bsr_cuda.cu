@@ -537,18 +537,17 @@ bool sdd_tf32_sm90(const SddParams& p, cudaStream_t stream) {
   if (!a_kmajor || !b_kmajor) {
     const std::size_t need = sdd_workspace_bytes(p);  // 0: the copies would not pay
     if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need) return false;
-    const std::int64_t ldk = (k + 3) / 4 * 4;
+    const SddCopies c = sdd_copies(m, k, n);
     char* ws = static_cast<char*>(p.workspace.data);
-    const std::size_t a_bytes = (std::size_t(m) * std::size_t(ldk) * sizeof(float) + 255) / 256 * 256;
     if (!a_kmajor) {  // A column-major: its memory is Aᵀ (k × m, row stride col_stride)
-      transpose_f32(p.a.data, 1, k, m, p.a.col_stride, 0, ws, ldk, 0, stream);
+      transpose_f32(p.a.data, 1, k, m, p.a.col_stride, 0, ws, c.ldk, 0, stream);
       a = ws;
-      lda = ldk;
+      lda = c.ldk;
     }
     if (!b_kmajor) {  // B row-major (k × n): its transpose, n × k row-major, is B column-major
-      transpose_f32(p.b.data, 1, k, n, p.b.row_stride, 0, ws + a_bytes, ldk, 0, stream);
-      bm = ws + a_bytes;
-      ldb = ldk;
+      transpose_f32(p.b.data, 1, k, n, p.b.row_stride, 0, ws + c.b_offset, c.ldk, 0, stream);
+      bm = ws + c.b_offset;
+      ldb = c.ldk;
     }
   }
   tc::TcParams t;

@@ -40,6 +40,19 @@ struct DdsProblem {
 /// Offset of the transposed blocks in DdsParams::workspace (after the tile counter).
 constexpr std::size_t kDdsScratchOffset = 256;
 
+/// Where SddParams::workspace holds the K-major copies of a tf32 sdd's operands: `a` (m × k) as
+/// row-major lines of ldk floats from offset 0, `b` (k × n) as column-major lines of ldk floats
+/// from b_offset (256-byte aligned); k is padded to ldk so that every line starts 16-byte aligned.
+struct SddCopies {
+  std::int64_t ldk;
+  std::size_t b_offset, bytes;
+};
+inline SddCopies sdd_copies(std::int64_t m, std::int64_t k, std::int64_t n) {
+  const std::int64_t ldk = (k + 3) / 4 * 4;
+  const std::size_t b_offset = (std::size_t(m) * std::size_t(ldk) * sizeof(float) + 255) / 256 * 256;
+  return {ldk, b_offset, b_offset + std::size_t(n) * std::size_t(ldk) * sizeof(float)};
+}
+
 /// Whether fp32 (TF32) products with blocks of `block` run the sm_90a wgmma kernels on CUDA device
 /// `device` when their operands are K-major: a build with sm_90a, compute capability 9.0,
 /// b ∈ {64, 128}, SPARSEKERN_BSR_SM90 not 0. False in a build without CUDA.
