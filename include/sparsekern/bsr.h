@@ -90,18 +90,30 @@ struct DdsParams {
   /// Hopper GPU also copies the blocks there transposed, so that it runs the wgmma kernel (which
   /// reads tf32 blocks K-major only) instead of the SM80 one: the input gradient of a linear layer.
   /// A smaller workspace keeps the SM80 kernel for those products.
+  /// With dds_dense_workspace_bytes(p) > 0 bytes, 256-byte aligned (16-bit or TF32, small blocks at
+  /// a density where the block-sparse kernels are slower than a dense product, enough rows, on a
+  /// compute capability 9.0 GPU), op(S) is written dense into the workspace (k × n elements, the
+  /// size of the dense matrix) and multiplied with cuBLAS; the bias is written into C first and
+  /// accumulated (beta = 1). Needs `a` with a unit stride along one dim and `c` row-major.
+  /// SPARSEKERN_BSR_DDS_DENSE=0 turns this off (1: wherever the dtype allows, for comparisons).
   Workspace workspace{};
 };
 
 /// Bytes of DdsParams::workspace that enable the dynamic tile schedule.
 constexpr std::size_t kDdsWorkspaceBytes = 16;
 
-/// Bytes of DdsParams::workspace that give `p` its fastest kernel: kDdsWorkspaceBytes, plus room
-/// for the transposed blocks where the product takes them (fp32 with TF32, op(S) = S, b ∈ {64,
-/// 128}, at least 1.5 blocks per block column of S on average, a compute capability 9.0 GPU and a
-/// build with sm_90a). Reads p's dtype, fp32_math, transpose_s, device, s.block_size, s.cols and
-/// s.nnz_blocks; queries the device's compute capability once (no synchronisation).
+/// Bytes of DdsParams::workspace that give `p` its fastest kernel: dds_dense_workspace_bytes(p)
+/// where the dense path applies; else kDdsWorkspaceBytes, plus room for the transposed blocks where
+/// the product takes them (fp32 with TF32, op(S) = S, b ∈ {64, 128}, at least 1.5 blocks per block
+/// column of S on average, a compute capability 9.0 GPU and a build with sm_90a). Reads p's dtype,
+/// fp32_math, transpose_s, device, a.rows, s.block_size, s.rows, s.cols and s.nnz_blocks; queries
+/// the device's compute capability once (no synchronisation).
 std::size_t dds_workspace_bytes(const DdsParams& p);
+
+/// Bytes of DdsParams::workspace with which `p` takes the dense path above (then also what
+/// dds_workspace_bytes returns), 0 where the block-sparse kernels run. Reads p's dtype, fp32_math,
+/// transpose_s, device, a.rows, s.block_size, s.rows, s.cols and s.nnz_blocks.
+std::size_t dds_dense_workspace_bytes(const DdsParams& p);
 
 /// values[p] = (A · B) restricted to block p of `pattern`, for every stored block: a sampled dense
 /// product (the gradient of dsd/dds with respect to the sparse values).
@@ -122,15 +134,25 @@ struct SddParams {
   /// wgmma reads tf32 operands K-major only, so with fp32 (TF32) on a Hopper GPU the product copies
   /// `a` and `b` transposed into it (unless they already are: `a` row-major and `b` column-major)
   /// and runs the wgmma kernel; without it (or with fewer bytes), the SM80 (mma.sync) kernel.
+  /// With sdd_dense_workspace_bytes(p) > 0 bytes (16-bit or TF32 at a density where the sampled
+  /// kernels are slower than the dense product they sample, on a compute capability 9.0 GPU), the
+  /// product is computed whole with cuBLAS into the workspace and the pattern's blocks copied out:
+  /// a transient buffer of m × n elements (plus cuBLAS's workspace), the size of the dense matrix.
+  /// SPARSEKERN_BSR_SDD_DENSE=0 turns this off (1: wherever the dtype allows, for comparisons).
   /// Stream-ordered like DdsParams::workspace.
   Workspace workspace{};
 };
 
-/// Bytes of SddParams::workspace for `p` (0 where no kernel uses one): the transposed copies of an
-/// fp32 (TF32) product's operands with b ∈ {64, 128} on a compute capability 9.0 GPU (sm_90a
-/// build), where the pattern holds enough blocks for the faster kernel to repay the copies (see
-/// bsr.cpp). Reads p's dtype, fp32_math, device, pattern.block_size, pattern.nnz_blocks, a.rows,
-/// a.cols and b.cols.
+/// Bytes of SddParams::workspace with which `p` takes the dense path above, 0 where the sampled
+/// kernels run. Reads the same fields as sdd_workspace_bytes; queries the device's compute
+/// capability once (no synchronisation).
+std::size_t sdd_dense_workspace_bytes(const SddParams& p);
+
+/// Bytes of SddParams::workspace for `p` (0 where no kernel uses one): sdd_dense_workspace_bytes(p)
+/// where the dense path applies, else the transposed copies of an fp32 (TF32) product's operands
+/// with b ∈ {64, 128} on a compute capability 9.0 GPU (sm_90a build), where the pattern holds
+/// enough blocks for the faster kernel to repay the copies (see bsr.cpp). Reads p's dtype,
+/// fp32_math, device, pattern.block_size, pattern.nnz_blocks, a.rows, a.cols and b.cols.
 std::size_t sdd_workspace_bytes(const SddParams& p);
 
 /// Whether fp32 (TF32) products with blocks of `block_size` run the sm_90a wgmma kernels on

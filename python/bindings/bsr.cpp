@@ -1,6 +1,7 @@
 // Bindings of the block-sparse family (sparsekern/bsr.h). The sparse operand arrives as its values
 // plus the index-set arrays (None for sets an op does not read), all checked here for dtype,
 // device, rank and contiguity, so the library sees only well-formed views.
+#include <nanobind/stl/string.h>
 #include <sparsekern/bsr.h>
 
 #include <string>
@@ -144,29 +145,50 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
   bsr::sdd(p, as_stream(stream));
 }
 
-/// DdsParams::workspace bytes for an fp32 product (TF32 if `tf32`) on CUDA device `device` (< 0:
-/// the tile counter alone).
-std::size_t dds_workspace_bytes(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device,
-                                std::int64_t rows, std::int64_t cols) {
-  if (device < 0) return bsr::kDdsWorkspaceBytes;
+DType dtype_named(const std::string& dtype) {
+  if (dtype == "float32") return DType::f32;
+  if (dtype == "bfloat16") return DType::bf16;
+  if (dtype == "float16") return DType::f16;
+  if (dtype == "float64") return DType::f64;
+  throw InvalidArgument("`dtype` must be float16, bfloat16, float32 or float64; got '" + dtype + "'");
+}
+
+/// DdsParams with the fields the workspace queries read: an m-row product of `dtype` (TF32 if
+/// `tf32`) with S (rows × cols, nnz blocks of `block`) on CUDA device `device`.
+bsr::DdsParams dds_query(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device,
+                         std::int64_t rows, std::int64_t cols, std::int64_t m, const std::string& dtype) {
   bsr::DdsParams p;
-  p.dtype = DType::f32;
+  p.dtype = dtype_named(dtype);
   p.device = Device{DeviceType::cuda, device};
   p.fp32_math = math(tf32);
   p.transpose_s = transpose;
+  p.a.rows = m;
   p.s.nnz_blocks = nnz;
   p.s.block_size = block;
   p.s.rows = rows;
   p.s.cols = cols;
-  return bsr::dds_workspace_bytes(p);
+  return p;
 }
 
-/// SddParams::workspace bytes for an fp32 product (TF32 if `tf32`) of an m × k and a k × n operand.
-std::size_t sdd_workspace_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
-                                std::int64_t nnz, bool tf32, int device) {
+/// DdsParams::workspace bytes on CUDA device `device` (< 0: the tile counter alone).
+std::size_t dds_workspace_bytes(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device,
+                                std::int64_t rows, std::int64_t cols, std::int64_t m, const std::string& dtype) {
+  if (device < 0) return bsr::kDdsWorkspaceBytes;
+  return bsr::dds_workspace_bytes(dds_query(nnz, block, transpose, tf32, device, rows, cols, m, dtype));
+}
+
+std::size_t dds_dense_bytes(std::int64_t nnz, std::int64_t block, bool transpose, bool tf32, int device,
+                            std::int64_t rows, std::int64_t cols, std::int64_t m, const std::string& dtype) {
   if (device < 0) return 0;
+  return bsr::dds_dense_workspace_bytes(dds_query(nnz, block, transpose, tf32, device, rows, cols, m, dtype));
+}
+
+/// SddParams with the fields the workspace queries read: a product of an m × k and a k × n operand
+/// of `dtype` ("float16", "bfloat16", "float32" (TF32 if `tf32`) or "float64") on CUDA `device`.
+bsr::SddParams sdd_query(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block, std::int64_t nnz,
+                         bool tf32, int device, const std::string& dtype) {
   bsr::SddParams p;
-  p.dtype = DType::f32;
+  p.dtype = dtype_named(dtype);
   p.device = Device{DeviceType::cuda, device};
   p.fp32_math = math(tf32);
   p.a.rows = m;
@@ -175,7 +197,19 @@ std::size_t sdd_workspace_bytes(std::int64_t m, std::int64_t k, std::int64_t n, 
   p.b.cols = n;
   p.pattern.block_size = block;
   p.pattern.nnz_blocks = nnz;
-  return bsr::sdd_workspace_bytes(p);
+  return p;
+}
+
+std::size_t sdd_workspace_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
+                                std::int64_t nnz, bool tf32, int device, const std::string& dtype) {
+  if (device < 0) return 0;
+  return bsr::sdd_workspace_bytes(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
+}
+
+std::size_t sdd_dense_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
+                            std::int64_t nnz, bool tf32, int device, const std::string& dtype) {
+  if (device < 0) return 0;
+  return bsr::sdd_dense_workspace_bytes(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
 }
 
 void validate(std::int64_t nnz, std::int64_t rows, std::int64_t cols, std::int64_t block,
@@ -213,14 +247,24 @@ void register_bsr(nb::module_& m) {
         "for the transposed tf32 blocks as well");
   m.def("bsr_dds_workspace_bytes", &dds_workspace_bytes, nb::arg("nnz_blocks") = 0, nb::arg("block_size") = 0,
         nb::arg("transpose") = true, nb::arg("tf32") = false, nb::arg("device") = -1, nb::arg("rows") = 0,
-        nb::arg("cols") = 0,
-        "bytes of the optional bsr_dds workspace (see DdsParams::workspace): the tile counter, plus "
-        "the transposed blocks of an fp32 product with TF32 and op(S) = S (S: rows × cols) on a "
-        "Hopper `device` where S holds at least 1.5 blocks per block column");
+        nb::arg("cols") = 0, nb::arg("m") = 0, nb::arg("dtype") = "float32",
+        "bytes of the optional bsr_dds workspace (see DdsParams::workspace) for an m-row product of "
+        "`dtype`: the tile counter, plus the transposed blocks of an fp32 product with TF32 and "
+        "op(S) = S (S: rows × cols) on a Hopper `device` where S holds at least 1.5 blocks per block "
+        "column, or room for op(S) dense where bsr_dds_dense_bytes says so");
+  m.def("bsr_dds_dense_bytes", &dds_dense_bytes, nb::arg("nnz_blocks"), nb::arg("block_size"), nb::arg("transpose"),
+        nb::arg("tf32"), nb::arg("device"), nb::arg("rows"), nb::arg("cols"), nb::arg("m"), nb::arg("dtype"),
+        "bytes of the bsr_dds workspace with which op(S) is written dense and multiplied with cuBLAS, "
+        "0 where the block-sparse kernels run (see DdsParams::workspace)");
   m.def("bsr_sdd_workspace_bytes", &sdd_workspace_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"),
         nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"), nb::arg("device"),
-        "bytes of the bsr_sdd workspace for an fp32 (m × k)·(k × n) product on a pattern of nnz_blocks "
-        "blocks on CUDA `device` (0 where none is used; see SddParams::workspace)");
+        nb::arg("dtype") = "float32",
+        "bytes of the bsr_sdd workspace for an (m × k)·(k × n) product of `dtype` on a pattern of "
+        "nnz_blocks blocks on CUDA `device` (0 where none is used; see SddParams::workspace)");
+  m.def("bsr_sdd_dense_bytes", &sdd_dense_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"), nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"),
+        nb::arg("device"), nb::arg("dtype"),
+        "bytes of the bsr_sdd workspace with which the product is computed whole (cuBLAS) and the "
+        "pattern's blocks copied out of it, 0 where the sampled kernels run (see SddParams::workspace)");
   m.def("bsr_tf32_wgmma", [](int device, std::int64_t block) {
           return bsr::tf32_wgmma(Device{DeviceType::cuda, device}, block);
         },

@@ -48,8 +48,17 @@ _UINT8 = torch.uint8
 # withholds it, keeping those products on the SM80 kernels (an sdd given K-major operands still
 # runs wgmma): for comparisons.
 _tf32_copies = os.environ.get("SPARSEKERN_BSR_TF32_COPIES", "1") != "0"
+# sdd on CUDA may compute the whole product with cuBLAS and copy the pattern's blocks out of it, where
+# the library says that is faster (bsr_sdd_dense_bytes > 0). SPARSEKERN_BSR_SDD_DENSE=0 (or setting
+# this to False) withholds its workspace, keeping every sdd on the sampled kernels.
+_sdd_dense = os.environ.get("SPARSEKERN_BSR_SDD_DENSE", "auto") != "0"
+# Likewise dds may write op(S) dense and multiply with cuBLAS (bsr_dds_dense_bytes > 0);
+# SPARSEKERN_BSR_DDS_DENSE=0 (or setting this to False) withholds its workspace.
+_dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
 _INT32 = torch.int32
 _FLOAT32 = torch.float32
+_DTYPE_NAME = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
+               torch.float64: "float64"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,6 +461,12 @@ def _col_major_ok(t: torch.Tensor) -> bool:
     return r == 0 or c == 0 or ((sr == 1 or r <= 1) and (sc % _vec(t) == 0 or c <= 1) and t.data_ptr() % 16 == 0)
 
 
+def _blas_ok(t: torch.Tensor) -> torch.Tensor:
+    """`t` if cuBLAS reads it as it is (a unit stride along one dim, 16-byte aligned), else a
+    row-major copy."""
+    return t if _row_major_ok(t) or _col_major_ok(t) else _row_major(t)
+
+
 def _row_major(t: torch.Tensor) -> torch.Tensor:
     """Unit column stride, 16-byte aligned rows (copy only when needed; CUDA only)."""
     return t if not t.is_cuda or _row_major_ok(t) else t.contiguous()
@@ -579,7 +594,11 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
         device = a.get_device()
         stream = _raw_stream(device)
         ws = _tile_counters.get((device, stream)) or tile_counter(a, stream)
-        if tf32 and not transpose and _tf32_copies:  # room for the transposed blocks (Hopper)
+        dense = _dds_dense_bytes(values, transpose, tf32, device, rows, cols, m) if _dds_dense else 0
+        buf = _try_workspace(dense, a.device) if dense else None
+        if buf is not None:  # op(S) written dense and one cuBLAS product (see DdsParams::workspace)
+            ws = (buf.data_ptr(), dense, buf)
+        elif tf32 and not transpose and _tf32_copies:  # room for the transposed blocks (Hopper)
             nbytes = _C.bsr_dds_workspace_bytes(values.shape[0], values.shape[1], False, True, device, rows, cols)
             buf = _try_workspace(nbytes, a.device) if nbytes > ws[1] else None
             if buf is not None:
@@ -590,6 +609,39 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
                transpose, None if bias is None else _to_dlpack(bias), _to_dlpack(out),
                tf32, stream, ws[0], ws[1])
     return out
+
+
+# bsr_dds_dense_bytes per (nnz, b, transpose, tf32, device, rows, cols, m, dtype): the binding
+# call costs ~1 µs of host time per forward; the dict lookup a fraction of that.
+_dds_dense_cache: dict = {}
+
+
+def _dds_dense_bytes(values, transpose, tf32, device, rows, cols, m) -> int:
+    key = (values.shape[0], values.shape[1], transpose, tf32, device, rows, cols, m, values.dtype)
+    nbytes = _dds_dense_cache.get(key)
+    if nbytes is None:
+        if len(_dds_dense_cache) > 4096:
+            _dds_dense_cache.clear()
+        nbytes = _dds_dense_cache[key] = _C.bsr_dds_dense_bytes(
+            values.shape[0], values.shape[1], transpose, tf32, device, rows, cols, m, _DTYPE_NAME[values.dtype])
+    return nbytes
+
+
+_sdd_dense_cache: dict = {}
+
+
+def _sdd_dense_bytes(a, b, like_values, tf32) -> int:
+    """bsr_sdd_dense_bytes, cached like _dds_dense_bytes."""
+    key = (a.shape[0], a.shape[1], b.shape[1], like_values.shape[0], like_values.shape[1], tf32,
+           a.get_device(), a.dtype)
+    nbytes = _sdd_dense_cache.get(key)
+    if nbytes is None:
+        if len(_sdd_dense_cache) > 4096:
+            _sdd_dense_cache.clear()
+        nbytes = _sdd_dense_cache[key] = _C.bsr_sdd_dense_bytes(
+            a.shape[0], a.shape[1], b.shape[1], like_values.shape[1], like_values.shape[0], tf32, a.get_device(),
+            _DTYPE_NAME[a.dtype])
+    return nbytes
 
 
 def _check_dsd_args(values, index, rows, cols, transpose, b):
@@ -663,6 +715,19 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
         return out
     tf32 = _allow_tf32(a)
     ws, nbytes = None, 0
+    if a.is_cuda and _sdd_dense:
+        # Where the sampled kernels are slower than the dense product they sample (high density,
+        # small blocks; see SddParams::workspace), the library computes A · B whole with cuBLAS in
+        # a workspace the size of the dense result and copies the blocks out. If that workspace
+        # cannot be had, the sampled kernels run.
+        nbytes = _sdd_dense_bytes(a, b, like_values, tf32)
+        ws = _try_workspace(nbytes, a.device) if nbytes else None
+        if ws is not None:
+            a, b = _blas_ok(a), _blas_ok(b)
+            _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
+                       _idx(index[1]), as_dlpack(out), tf32, stream_of(a), ws.data_ptr(), nbytes)
+            return out
+        nbytes = 0
     # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others are
     # copied K-major into a workspace where the pattern holds enough blocks to repay it (else the
     # SM80 kernel reads them, a column-major and b row-major).

@@ -206,10 +206,19 @@ void dds(const DdsParams& p, Stream stream) {
                " bytes; got ", p.workspace.bytes);
     SK_EXPECTS(reinterpret_cast<std::uintptr_t>(p.workspace.data) % 4 == 0, "`workspace` must be 4-byte aligned");
     q.tile_counter = static_cast<int*>(p.workspace.data);
-    const std::size_t full = dds_workspace_bytes(p);
-    if (full > kDdsWorkspaceBytes && p.workspace.bytes >= full &&
-        reinterpret_cast<std::uintptr_t>(p.workspace.data) % 16 == 0) {
-      q.block_scratch = static_cast<char*>(p.workspace.data) + detail::kDdsScratchOffset;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(p.workspace.data) % 256 == 0;
+    const std::size_t dense = detail::dds_dense_bytes(p);
+    if (dense != 0) {
+      if (p.workspace.bytes >= dense && aligned) {
+        q.dense_scratch = static_cast<char*>(p.workspace.data) + detail::kDdsScratchOffset;
+        q.dense_scratch_bytes = p.workspace.bytes - detail::kDdsScratchOffset;
+      }
+    } else {
+      const std::size_t full = detail::dds_copy_bytes(p);
+      if (full > kDdsWorkspaceBytes && p.workspace.bytes >= full &&
+          reinterpret_cast<std::uintptr_t>(p.workspace.data) % 16 == 0) {
+        q.block_scratch = static_cast<char*>(p.workspace.data) + detail::kDdsScratchOffset;
+      }
     }
   }
   run_dds(q, stream, "bsr.dds");
@@ -218,6 +227,8 @@ void dds(const DdsParams& p, Stream stream) {
 #if !SPARSEKERN_WITH_CUDA
 namespace detail {
 bool tf32_wgmma(int, std::int64_t) { return false; }
+std::size_t sdd_dense_bytes(const SddParams&) { return 0; }
+std::size_t dds_dense_bytes(const DdsParams&) { return 0; }
 }  // namespace detail
 #endif
 
@@ -226,6 +237,13 @@ bool tf32_wgmma(Device device, std::int64_t block_size) {
 }
 
 std::size_t dds_workspace_bytes(const DdsParams& p) {
+  const std::size_t dense = detail::dds_dense_bytes(p);
+  return dense != 0 ? dense : detail::dds_copy_bytes(p);
+}
+
+std::size_t dds_dense_workspace_bytes(const DdsParams& p) { return detail::dds_dense_bytes(p); }
+
+std::size_t detail::dds_copy_bytes(const DdsParams& p) {
   const std::int64_t b = p.s.block_size, nnz = p.s.nnz_blocks;
   // Bop = S: its block columns are S's. With fewer than ~1.5 blocks per column the product is
   // bound by writing C, and the sm_90a tf32 kernel's epilogue lost to the SM80 kernel's (H100,
@@ -239,7 +257,7 @@ std::size_t dds_workspace_bytes(const DdsParams& p) {
   return kDdsWorkspaceBytes;
 }
 
-std::size_t sdd_workspace_bytes(const SddParams& p) {
+std::size_t detail::sdd_copy_bytes(const SddParams& p) {
   const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols, b = p.pattern.block_size;
   if (p.device.type != DeviceType::cuda || p.dtype != DType::f32 || p.fp32_math != dense::Fp32Math::tf32 ||
       m <= 0 || k <= 0 || n <= 0 || !detail::tf32_wgmma(p.device.index, b)) {
@@ -253,6 +271,13 @@ std::size_t sdd_workspace_bytes(const SddParams& p) {
   const double per_line = double(p.pattern.nnz_blocks) * double(b * b) / double(m + n);
   if (per_line < (b == 128 ? 300.0 : 700.0)) return 0;
   return detail::sdd_copies(m, k, n).bytes;
+}
+
+std::size_t sdd_dense_workspace_bytes(const SddParams& p) { return detail::sdd_dense_bytes(p); }
+
+std::size_t sdd_workspace_bytes(const SddParams& p) {
+  const std::size_t dense = detail::sdd_dense_bytes(p);
+  return dense != 0 ? dense : detail::sdd_copy_bytes(p);
 }
 
 void dsd(const DsdParams& p, Stream stream) {

@@ -206,6 +206,80 @@ void transpose_f32(const void* in, std::int64_t batch, std::int64_t rows, std::i
   SK_CUDA_CHECK_LAUNCH();
 }
 
+/// out_values[p] = C[block_rows[p]·b …, block_cols[p]·b …] (b × b) for each block p: the blocks of
+/// a sampled product computed whole (sdd_dense). One CTA per block, 16-byte vectors (C's rows and
+/// the blocks are 16-byte aligned: see sdd_dense).
+struct GatherArgs {
+  const char* c;
+  std::int64_t ldc_bytes;
+  char* out;
+  const std::int32_t* block_rows;
+  const std::int32_t* block_cols;
+  int row_bytes;  // b · element size: a block line
+  int b;
+};
+
+__global__ void __launch_bounds__(256) gather_blocks_kernel(GatherArgs g) {
+  const std::int64_t p = blockIdx.x;
+  const int vecs = g.row_bytes / 16, per_block = vecs * g.b;
+  const char* src = g.c + std::int64_t(g.block_rows[p]) * g.b * g.ldc_bytes + std::int64_t(g.block_cols[p]) * g.row_bytes;
+  char* dst = g.out + p * std::int64_t(per_block) * 16;
+  for (int i = int(threadIdx.x); i < per_block; i += int(blockDim.x)) {
+    const int r = i / vecs, v = i - r * vecs;
+    *reinterpret_cast<int4*>(dst + std::int64_t(i) * 16) =
+        *reinterpret_cast<const int4*>(src + r * g.ldc_bytes + v * 16);
+  }
+}
+
+/// Bop written dense (dds_dense): for each entry e of Bop's column-wise index set (one CTA per
+/// entry), the block b × b at (block row indices[e], block column j) with offsets[j] ≤ e <
+/// offsets[j+1], read from values[value_index[e] or e], transposed when Bop's blocks are the stored
+/// blocks' transposes. Elements move as raw words of their size (U). The rest of Bop is zeroed
+/// before (cudaMemsetAsync).
+struct ScatterArgs {
+  const void* values;
+  const std::int32_t* offsets;
+  const std::int32_t* indices;
+  const std::int32_t* value_index;
+  void* dense;
+  std::int64_t ld;  // elements per row of Bop (n)
+  int n_blocks;
+  int b;
+  bool transposed;
+};
+
+template <typename U>
+__global__ void __launch_bounds__(256) scatter_blocks_kernel(ScatterArgs s) {
+  const int e = int(blockIdx.x);
+  int lo = 0, hi = s.n_blocks;  // offsets[lo] ≤ e < offsets[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (s.offsets[mid] <= e) lo = mid;
+    else hi = mid;
+  }
+  const int b = s.b;
+  const std::int64_t v = s.value_index != nullptr ? s.value_index[e] : e;
+  const U* src = static_cast<const U*>(s.values) + v * b * b;
+  U* dst = static_cast<U*>(s.dense) + std::int64_t(s.indices[e]) * b * s.ld + std::int64_t(lo) * b;
+  for (int t = int(threadIdx.x); t < b * b; t += int(blockDim.x)) {
+    const int r = t / b, c = t - r * b;
+    dst[r * s.ld + c] = s.transposed ? src[c * b + r] : src[t];
+  }
+}
+
+/// c[r, :] = bias for every row r < m (the dense path's C before cuBLAS accumulates into it): 16-byte
+/// vectors (U = int4) where rows and bias allow, else elements.
+template <typename U>
+__global__ void __launch_bounds__(256) fill_rows_kernel(U* c, std::int64_t ldc, const U* bias, std::int64_t m,
+                                                        std::int64_t n) {
+  const std::int64_t total = m * n;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / n, col = i - r * n;
+    c[r * ldc + col] = bias[col];
+  }
+}
+
 template <typename F>
 void with_device_type(DType dtype, F&& f) {
   switch (dtype) {
@@ -298,6 +372,34 @@ int schedule() {
     if (std::strcmp(v, "static") == 0) return int(sm90::kStatic);
     throw InvalidArgument(std::string("SPARSEKERN_BSR_SCHEDULE must be auto, static, dynamic or heavy; got '") + v +
                           "'");
+  }();
+  return mode;
+}
+
+/// SPARSEKERN_BSR_DDS_DENSE=auto | 0 | 1 (read once per process): whether a dds may write Bop
+/// dense and multiply with cuBLAS (dds_dense). auto: where dds_dense_min_density says it is faster;
+/// 0: never; 1: wherever the dtype allows (comparisons).
+int dds_dense_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_DDS_DENSE");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+    if (std::strcmp(v, "0") == 0) return 0;
+    if (std::strcmp(v, "1") == 0) return 1;
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_DDS_DENSE must be auto, 0 or 1; got '") + v + "'");
+  }();
+  return mode;
+}
+
+/// SPARSEKERN_BSR_SDD_DENSE=auto | 0 | 1 (read once per process): whether an sdd may compute the
+/// whole product with cuBLAS and copy out the pattern's blocks (sdd_dense). auto: where
+/// sdd_dense_min_density says it is faster; 0: never; 1: wherever the dtype allows (comparisons).
+int sdd_dense_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SDD_DENSE");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+    if (std::strcmp(v, "0") == 0) return 0;
+    if (std::strcmp(v, "1") == 0) return 1;
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_DENSE must be auto, 0 or 1; got '") + v + "'");
   }();
   return mode;
 }
@@ -444,6 +546,8 @@ bool tf32_wgmma(int device, std::int64_t block) {
   return dev.major == 9 && dev.minor == 0;
 }
 
+bool dds_dense(const DdsProblem& p, cudaStream_t stream);
+
 void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
   const std::int64_t m = p.a.rows, n = p.c.cols;
   if (m == 0 || n == 0) return;
@@ -452,6 +556,7 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   SK_EXPECTS(p.s.n_blocks <= INT_MAX / 128, "bsr: too many block columns (", p.s.n_blocks, ")");
 
+  if (dds_dense(p, stream)) return;
   const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
   const bool k_empty = p.s.k_blocks == 0;
   // C row-major (the dds case) or column-major (dsd computed as Cᵀ = Bᵀ·op(S)ᵀ).
@@ -512,6 +617,192 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
   dds_simt(p, stream);
 }
 
+/// The density (stored blocks × b² / (m · n)) from which an sdd on a compute capability 9.0 GPU
+/// computes the whole product with cuBLAS and copies out the blocks (sdd_dense) by default: there
+/// the sampled kernels are slower than the dense product they sample. Measured on an H100 (session
+/// 14, tools/diag/bsr_sdd_dense.py: a weight gradient dYᵀ · X over 8192 rows, at 4096 → 4096 and
+/// the BERT-base shapes 768 → 3072 and 3072 → 768, d = 0.05 … 0.75), the densities where the two
+/// paths cross, by shape:
+///   16-bit: b = 16 0.04 / ≤ 0.05 / ≤ 0.05 (the SM80 b = 16 kernel); b = 32 0.12 / below 0.05 /
+///   below 0.05 (at these small shapes the sampled kernel does not get under ~55 µs); b = 64 0.34 /
+///   0.41 / 0.38; b = 128 0.58 / 0.62 / 0.66.
+///   TF32 (cuBLAS's TF32 product is slow for the BERT shapes, 144-203 TFLOP/s): b = 16 0.07 / 0.16
+///   / 0.19; b = 32 0.19 / 0.22 / 0.30; b = 64 0.40 / 0.27 / 0.48; b = 128 0.70 / 0.48 / above 0.75.
+/// The thresholds sit near the largest shape's crossing, leaning to the others': where they
+/// disagree, one path loses up to ~20% near the threshold.
+double sdd_dense_min_density(DType dtype, dense::Fp32Math math, std::int64_t b) {
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    switch (b) {
+      case 16: return 0.04;
+      case 32: return 0.15;
+      case 64: return 0.4;
+      default: return 0.65;
+    }
+  }
+  if (dtype == DType::f32 && math == dense::Fp32Math::tf32) {
+    switch (b) {
+      case 16: return 0.12;
+      case 32: return 0.22;
+      case 64: return 0.45;
+      default: return 0.7;
+    }
+  }
+  return 2.0;  // fp32 without TF32, fp64: not measured
+}
+
+std::size_t sdd_dense_bytes(const SddParams& p) {
+  const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols, b = p.pattern.block_size;
+  const int mode = sdd_dense_mode();
+  if (p.device.type != DeviceType::cuda || mode == 0 || m <= 0 || k <= 0 || n <= 0 || b <= 0 ||
+      p.pattern.nnz_blocks <= 0 || p.pattern.nnz_blocks > INT_MAX || m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+    return 0;
+  }
+  if (mode < 0) {
+    const DeviceInfo dev = device_info(p.device.index);
+    if (dev.major != 9 || dev.minor != 0) return 0;  // measured on H100 only
+    const double density = double(p.pattern.nnz_blocks) * double(b * b) / (double(m) * double(n));
+    if (density < sdd_dense_min_density(p.dtype, p.fp32_math, b)) return 0;
+  }
+  const std::size_t c = dense_matrix_bytes(m, n, p.dtype);
+  return c + dense::gemm_workspace_size(p.device);
+}
+
+/// The sdd as one dense product C = A · B (cuBLAS, into the caller's workspace) and a copy of the
+/// pattern's blocks out of C. False (nothing launched) where it does not apply: no or a too small
+/// workspace, operands cuBLAS cannot read, an unaligned output.
+bool sdd_dense(const SddParams& p, cudaStream_t stream) {
+  const std::size_t need = sdd_dense_bytes(p);
+  if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need || !aligned16(p.out_values)) return false;
+  const std::int64_t m = p.a.rows, n = p.b.cols, b = p.pattern.block_size;
+  const std::int64_t es = std::int64_t(dtype_size(p.dtype));
+  if ((b * es) % 16 != 0) return false;
+  auto blas_ok = [](const MatrixView& v) {
+    return (v.col_stride == 1 && v.row_stride >= v.cols) || (v.row_stride == 1 && v.col_stride >= v.rows) ||
+           v.rows <= 1 || v.cols <= 1;
+  };
+  if (!blas_ok(p.a) || !blas_ok(p.b)) return false;
+  const std::size_t c_bytes = dense_matrix_bytes(m, n, p.dtype);
+  char* ws = static_cast<char*>(p.workspace.data);
+  dense::GemmParams g;
+  g.dtype = p.dtype;
+  g.device = p.device;
+  g.a = p.a;
+  g.b = p.b;
+  g.c = MutableMatrixView{ws, m, n, n, 1, 0};
+  g.fp32_math = p.fp32_math;
+  // The sampled kernels accumulate each block in fp32 and round once; so does this product.
+  g.allow_reduced_precision_reduction = false;
+  g.workspace = Workspace{ws + c_bytes, p.workspace.bytes - c_bytes};
+  dense::gemm(g, stream);
+  GatherArgs a{ws, n * es, static_cast<char*>(p.out_values), p.pattern.block_row_indices,
+               p.pattern.block_col_indices, int(b * es), int(b)};
+  gather_blocks_kernel<<<unsigned(p.pattern.nnz_blocks), 256, 0, stream>>>(a);
+  SK_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
+/// The density from which a dds on a compute capability 9.0 GPU writes Bop dense and multiplies
+/// with cuBLAS by default, for m ≥ 4096 rows of A (`many`) or 1024 ≤ m < 4096; below 1024 rows
+/// never (few rows make the product bound by reading Bop, which the block-sparse kernels read only
+/// where it has blocks). Measured on an H100 (session 14, tools/diag/bsr_dds_dense.py: a linear
+/// layer's forward X · Wᵀ + bias and input gradient dY · W), the crossings of the two paths:
+///   16-bit, 8192 rows: b = 16 0.085 (4096 → 4096) / 0.075 (3072 → 768) / 0.12 (768 → 3072);
+///   b = 32 0.33 / 0.29 / 0.49; b = 64 never up to 0.75 at 4096 → 4096 (0.61 at 3072 → 768);
+///   1024 rows (4096 → 4096): b = 16 0.13, b = 32 0.54.
+///   TF32, 8192 rows: b = 16 0.22 / 0.23 / 0.27; b = 32 0.39 / 0.42 / 0.42 (cuBLAS's SGEMM with
+///   TF32 and C accumulated is ~30% slower here than torch's F.linear); 1024 rows: b = 16 ~0.3,
+///   b = 32 ~0.6. Blocks of 64 and 128: the block-sparse kernels win everywhere measured.
+double dds_dense_min_density(DType dtype, dense::Fp32Math math, std::int64_t b, bool many) {
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    if (b == 16) return many ? 0.12 : 0.15;
+    if (b == 32) return many ? 0.4 : 0.6;
+    return 2.0;
+  }
+  if (dtype == DType::f32 && math == dense::Fp32Math::tf32) {
+    if (b == 16) return many ? 0.27 : 0.35;
+    if (b == 32) return many ? 0.42 : 0.65;
+    return 2.0;
+  }
+  return 2.0;  // fp32 without TF32, fp64: not measured
+}
+constexpr std::int64_t kDdsDenseMinRows = 1024, kDdsDenseManyRows = 4096;
+
+std::size_t dds_dense_bytes(const DdsParams& p) {
+  const int mode = dds_dense_mode();
+  const std::int64_t b = p.s.block_size, nnz = p.s.nnz_blocks, m = p.a.rows;
+  const std::int64_t k = p.transpose_s ? p.s.cols : p.s.rows, n = p.transpose_s ? p.s.rows : p.s.cols;
+  const bool tc = p.dtype == DType::f16 || p.dtype == DType::bf16 ||
+                  (p.dtype == DType::f32 && p.fp32_math == dense::Fp32Math::tf32);
+  if (p.device.type != DeviceType::cuda || mode == 0 || !tc || b <= 0 || nnz <= 0 || m <= 0 || k <= 0 || n <= 0 ||
+      nnz > INT_MAX || m > INT_MAX || k > INT_MAX || n > INT_MAX || n / b > INT_MAX) {
+    return 0;
+  }
+  if (mode < 0) {
+    const DeviceInfo dev = device_info(p.device.index);
+    if (dev.major != 9 || dev.minor != 0) return 0;  // measured on H100 only
+    const double density = double(nnz) * double(b * b) / (double(k) * double(n));
+    if (m < kDdsDenseMinRows || density < dds_dense_min_density(p.dtype, p.fp32_math, b, m >= kDdsDenseManyRows)) {
+      return 0;
+    }
+  }
+  return kDdsScratchOffset + dense_matrix_bytes(k, n, p.dtype) + dense::gemm_workspace_size(p.device);
+}
+
+/// The dds as Bop written dense into the scratch (zeros, then the blocks) and one cuBLAS product
+/// C = A · Bop, with the bias written into C first and accumulated. False (nothing launched) where
+/// it does not apply: no scratch, C not row-major, A not readable by cuBLAS.
+bool dds_dense(const DdsProblem& p, cudaStream_t stream) {
+  if (p.dense_scratch == nullptr) return false;
+  const std::int64_t m = p.a.rows, n = p.c.cols, b = p.s.block, k = p.s.k_blocks * b;
+  const std::int64_t es = std::int64_t(dtype_size(p.dtype));
+  const bool c_row = m <= 1 || (p.c.col_stride == 1 && p.c.row_stride >= n);
+  const bool a_ok = (p.a.col_stride == 1 && p.a.row_stride >= k) || (p.a.row_stride == 1 && p.a.col_stride >= m) ||
+                    m <= 1 || k <= 1;
+  const std::size_t d_bytes = dense_matrix_bytes(k, n, p.dtype);
+  if (!c_row || !a_ok || p.dense_scratch_bytes < d_bytes || p.s.nnz_blocks > INT_MAX) return false;
+  char* ws = static_cast<char*>(p.dense_scratch);
+  SK_CUDA_TRY(cudaMemsetAsync(ws, 0, std::size_t(k * n * es), stream));
+  if (p.s.nnz_blocks > 0) {
+    ScatterArgs a{p.s.values, p.s.offsets, p.s.indices, p.s.value_index, ws, n, int(p.s.n_blocks), int(b),
+                  p.s.transposed_blocks};
+    const unsigned grid = unsigned(p.s.nnz_blocks);
+    if (es == 2) scatter_blocks_kernel<std::uint16_t><<<grid, 256, 0, stream>>>(a);
+    else if (es == 4) scatter_blocks_kernel<std::uint32_t><<<grid, 256, 0, stream>>>(a);
+    else scatter_blocks_kernel<std::uint64_t><<<grid, 256, 0, stream>>>(a);
+    SK_CUDA_CHECK_LAUNCH();
+  }
+  const std::int64_t ldc = m <= 1 ? n : p.c.row_stride;
+  if (p.bias != nullptr) {
+    const unsigned grid = unsigned(std::min<std::int64_t>((m * n + 255) / 256, 132 * 16));
+    if ((n * es) % 16 == 0 && (ldc * es) % 16 == 0 && aligned16(p.c.data) && aligned16(p.bias)) {
+      fill_rows_kernel<int4><<<grid, 256, 0, stream>>>(static_cast<int4*>(p.c.data), ldc * es / 16,
+                                                       static_cast<const int4*>(p.bias), m, n * es / 16);
+    } else if (es == 2) {
+      fill_rows_kernel<std::uint16_t><<<grid, 256, 0, stream>>>(static_cast<std::uint16_t*>(p.c.data), ldc,
+                                                                static_cast<const std::uint16_t*>(p.bias), m, n);
+    } else if (es == 4) {
+      fill_rows_kernel<std::uint32_t><<<grid, 256, 0, stream>>>(static_cast<std::uint32_t*>(p.c.data), ldc,
+                                                                static_cast<const std::uint32_t*>(p.bias), m, n);
+    } else {
+      fill_rows_kernel<std::uint64_t><<<grid, 256, 0, stream>>>(static_cast<std::uint64_t*>(p.c.data), ldc,
+                                                                static_cast<const std::uint64_t*>(p.bias), m, n);
+    }
+    SK_CUDA_CHECK_LAUNCH();
+  }
+  dense::GemmParams g;
+  g.dtype = p.dtype;
+  g.device = p.device;
+  g.a = p.a;
+  g.b = MatrixView{ws, k, n, n, 1, 0};
+  g.c = MutableMatrixView{p.c.data, m, n, ldc, 1, 0};
+  g.beta = p.bias != nullptr ? 1.0 : 0.0;
+  g.fp32_math = p.fp32_math;
+  g.allow_reduced_precision_reduction = false;  // like the block-sparse kernels: fp32 sums, one rounding
+  g.workspace = Workspace{ws + d_bytes, p.dense_scratch_bytes - d_bytes};
+  dense::gemm(g, stream);
+  return true;
+}
+
 #if SPARSEKERN_BSR_SM90A
 /// tf32 sdd on the sm_90a wgmma kernel, which reads tf32 K-major only: A (m × k) row-major and B
 /// (k × n) column-major as given, or copied so from the usual weight-gradient layouts (A
@@ -535,7 +826,7 @@ bool sdd_tf32_sm90(const SddParams& p, cudaStream_t stream) {
   const void* bm = p.b.data;
   std::int64_t lda = m <= 1 ? vec : p.a.row_stride, ldb = n <= 1 ? vec : p.b.col_stride;
   if (!a_kmajor || !b_kmajor) {
-    const std::size_t need = sdd_workspace_bytes(p);  // 0: the copies would not pay
+    const std::size_t need = sdd_copy_bytes(p);  // 0: the copies would not pay
     if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need) return false;
     const SddCopies c = sdd_copies(m, k, n);
     char* ws = static_cast<char*>(p.workspace.data);
@@ -574,6 +865,7 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
 
   const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
   const std::int64_t k = p.a.cols;
+  if (sdd_dense(p, stream)) return;
 #if SPARSEKERN_BSR_SM90A
   if (sdd_tf32_sm90(p, stream)) return;
 #endif

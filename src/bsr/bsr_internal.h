@@ -35,6 +35,11 @@ struct DdsProblem {
   /// From DdsParams::workspace when it holds dds_workspace_bytes(): room for the nnz_blocks blocks
   /// transposed (fp32, Bop = S on Hopper; see dds_cuda), 16-byte aligned; else null.
   void* block_scratch = nullptr;
+  /// From DdsParams::workspace when it holds dds_dense_bytes() > 0: room for Bop written dense
+  /// (k × n, row-major) and cuBLAS's workspace behind it (the dense path, see dds_dense in
+  /// bsr_cuda.cu); else null.
+  void* dense_scratch = nullptr;
+  std::size_t dense_scratch_bytes = 0;
 };
 
 /// Offset of the transposed blocks in DdsParams::workspace (after the tile counter).
@@ -52,6 +57,31 @@ inline SddCopies sdd_copies(std::int64_t m, std::int64_t k, std::int64_t n) {
   const std::size_t b_offset = (std::size_t(m) * std::size_t(ldk) * sizeof(float) + 255) / 256 * 256;
   return {ldk, b_offset, b_offset + std::size_t(n) * std::size_t(ldk) * sizeof(float)};
 }
+
+/// Bytes of DdsParams::workspace for the tile counter and, where they pay, the transposed tf32
+/// blocks (kDdsWorkspaceBytes otherwise).
+std::size_t dds_copy_bytes(const DdsParams& p);
+
+/// Bytes of SddParams::workspace for the tf32 K-major copies (see sdd_copies), 0 where they would
+/// not pay or do not apply.
+std::size_t sdd_copy_bytes(const SddParams& p);
+
+/// Bytes of a dense m × n matrix (row-major, rows of n elements) at the start of a dense path's
+/// scratch (the whole product of sdd, Bop of dds), rounded up to 256 so that cuBLAS's workspace
+/// behind it is aligned.
+inline std::size_t dense_matrix_bytes(std::int64_t m, std::int64_t n, DType dtype) {
+  return (std::size_t(m) * std::size_t(n) * dtype_size(dtype) + 255) / 256 * 256;
+}
+
+/// Bytes of SddParams::workspace with which the sdd computes the whole product with cuBLAS and
+/// copies out the pattern's blocks (C, then cuBLAS's workspace), 0 where the sampled kernels run
+/// (CPU, a build without CUDA, SPARSEKERN_BSR_SDD_DENSE=0, or below the measured density).
+std::size_t sdd_dense_bytes(const SddParams& p);
+
+/// Bytes of DdsParams::workspace with which the dds writes Bop dense and multiplies with cuBLAS
+/// (the tile-counter area, Bop, cuBLAS's workspace), 0 where the block-sparse kernels run (CPU, a
+/// build without CUDA, SPARSEKERN_BSR_DDS_DENSE=0, few rows, or below the measured density).
+std::size_t dds_dense_bytes(const DdsParams& p);
 
 /// Whether fp32 (TF32) products with blocks of `block` run the sm_90a wgmma kernels on CUDA device
 /// `device` when their operands are K-major: a build with sm_90a, compute capability 9.0,

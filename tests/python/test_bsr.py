@@ -310,6 +310,7 @@ def test_sdd_tf32_layouts(block, layouts, copies, monkeypatch):
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     monkeypatch.setattr(bsr, "_tf32_copies", copies)
+    monkeypatch.setattr(bsr, "_sdd_dense", False)  # the dense pattern would take the cuBLAS path
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(block)
@@ -344,6 +345,7 @@ def test_linear_tf32_backward(block, copies, size, monkeypatch):
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     monkeypatch.setattr(bsr, "_tf32_copies", copies)
+    monkeypatch.setattr(bsr, "_sdd_dense", False)  # d = 0.9 would take the cuBLAS path
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
     dev = torch.device("cuda")
     torch.manual_seed(block)
@@ -361,6 +363,221 @@ def test_linear_tf32_backward(block, copies, size, monkeypatch):
     grid = (go.double().t() @ x.double()).reshape(n_out // block, block, k_in // block, block).permute(0, 2, 1, 3)
     assert rel_error(gw, grid[rows, cols]) <= tol(torch.float32, dev)
     assert rel_error(gb, go.double().sum(0)) <= tol(torch.float32, dev)
+
+
+def test_sdd_dense_workspace_query():
+    """bsr_sdd_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name; on
+    CUDA, 0 or room for the m × n product (+ cuBLAS's workspace), and bsr_sdd_workspace_bytes
+    agrees with it wherever it is not 0."""
+    assert _C.bsr_sdd_dense_bytes(4096, 8192, 4096, 32, 8192, False, -1, "bfloat16") == 0
+    with pytest.raises(ValueError, match="dtype"):
+        _C.bsr_sdd_dense_bytes(64, 64, 64, 32, 4, False, 0, "int8")
+    if not (torch.cuda.is_available() and sparsekern.cuda_available()):
+        return
+    dev = torch.cuda.current_device()
+    for name, size, tf32 in (("bfloat16", 2, False), ("float16", 2, False), ("float32", 4, True)):
+        for block in BLOCKS:
+            nb = (4096 // block) ** 2
+            for nnz in (1, nb // 10, nb // 2, nb):
+                need = _C.bsr_sdd_dense_bytes(4096, 8192, 4096, block, nnz, tf32, dev, name)
+                assert need == 0 or need >= 4096 * 4096 * size, (name, block, nnz, need)
+                if need:
+                    assert _C.bsr_sdd_workspace_bytes(4096, 8192, 4096, block, nnz, tf32, dev, name) == need
+    # a lone block never takes the dense path by default
+    assert _C.bsr_sdd_dense_bytes(4096, 8192, 4096, 32, 1, False, dev, "bfloat16") == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["tf32", torch.float16, torch.bfloat16], ids=_dtype_id)
+@pytest.mark.parametrize("block", [16, 32, 64])
+def test_sdd_dense_path(kind, block, monkeypatch):
+    """sdd through the dense path (the whole product by cuBLAS into the workspace, the pattern's
+    blocks copied out), which a dense pattern of small blocks takes on Hopper: every layout of
+    `a` and `b` (a weight gradient's dYᵀ and X, row-/column-major, a strided view that cuBLAS
+    cannot read), odd k, against float64; the same products with the dense path withheld agree."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dtype = torch.float32 if kind == "tf32" else kind
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", kind == "tf32")
+    dev = torch.device("cuda")
+    requested = []
+    real = bsr._try_workspace
+
+    def spy(nbytes, device):
+        requested.append(nbytes)
+        return real(nbytes, device)
+    monkeypatch.setattr(bsr, "_try_workspace", spy)
+    g = torch.Generator().manual_seed(block)
+    rb, cb = 512 // block, 384 // block
+    for mask in (torch.ones(rb, cb, dtype=torch.bool), torch.rand(rb, cb, generator=g) < 0.7):
+        pattern = make_matrix(rb * block, cb * block, block, 0.5, dtype, dev, mask=mask)
+        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1).to(dev)
+        dense_bytes = _C.bsr_sdd_dense_bytes(rb * block, 136, cb * block, block, pattern.nnz_blocks,
+                                             kind == "tf32", dev.index or 0, bsr._DTYPE_NAME[dtype])
+        for k in (136, 1001):
+            a = randn(rb * block, k, dtype=dtype, device=dev)
+            b = randn(k, cb * block, dtype=dtype, device=dev)
+            ref = (a.double() @ b.double()) * dense_mask
+            for a_in, b_in in ((a.t().contiguous().t(), b), (a, b.t().contiguous().t()),
+                               (randn(rb * block, 2 * k, dtype=dtype, device=dev)[:, ::2].copy_(a), b)):
+                requested.clear()
+                monkeypatch.setattr(bsr, "_sdd_dense", True)
+                out = bsr.sdd(a_in, b_in, pattern)
+                assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (k, a_in.stride(), b_in.stride())
+                if dense_bytes and k == 136:
+                    assert requested and requested[0] == dense_bytes
+                monkeypatch.setattr(bsr, "_sdd_dense", False)
+                out2 = bsr.sdd(a_in, b_in, pattern)
+                assert rel_error(out2.to_dense(), ref) <= tol(dtype, dev)
+    if torch.cuda.get_device_capability(dev) == (9, 0) and sparsekern.cuda_available():
+        # a fully dense pattern of these blocks takes the dense path on Hopper by default
+        assert _C.bsr_sdd_dense_bytes(512, 136, 384, block, rb * cb, kind == "tf32", dev.index or 0,
+                                      bsr._DTYPE_NAME[dtype]) > 0
+
+
+def test_dds_dense_workspace_query():
+    """bsr_dds_dense_bytes: 0 without a CUDA device; on CUDA 0 or room for op(S) dense after the
+    tile-counter area (+ cuBLAS's workspace), which bsr_dds_workspace_bytes then returns too; few
+    rows or a lone block never take the dense path by default."""
+    assert _C.bsr_dds_dense_bytes(8192, 32, True, False, -1, 4096, 4096, 8192, "bfloat16") == 0
+    with pytest.raises(ValueError, match="dtype"):
+        _C.bsr_dds_dense_bytes(4, 32, True, False, 0, 64, 64, 64, "int8")
+    if not (torch.cuda.is_available() and sparsekern.cuda_available()):
+        return
+    dev = torch.cuda.current_device()
+    for name, size, tf32 in (("bfloat16", 2, False), ("float16", 2, False), ("float32", 4, True)):
+        for block in BLOCKS:
+            nb = (4096 // block) ** 2
+            for nnz in (1, nb // 10, nb // 2, nb):
+                for transpose in (True, False):
+                    need = _C.bsr_dds_dense_bytes(nnz, block, transpose, tf32, dev, 4096, 4096, 8192, name)
+                    assert need == 0 or need >= 256 + 4096 * 4096 * size, (name, block, nnz, need)
+                    if need:
+                        assert _C.bsr_dds_workspace_bytes(nnz, block, transpose, tf32, dev, 4096, 4096, 8192,
+                                                          name) == need
+        assert _C.bsr_dds_dense_bytes(1, 32, True, tf32, dev, 4096, 4096, 8192, name) == 0
+        assert _C.bsr_dds_dense_bytes((4096 // 32) ** 2, 32, True, tf32, dev, 4096, 4096, 16, name) == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["tf32", torch.float16, torch.bfloat16], ids=_dtype_id)
+@pytest.mark.parametrize("block", [16, 32])
+@pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])
+def test_dds_dense_path(kind, block, transpose, monkeypatch):
+    """dds through the dense path (op(S) written dense into the workspace, one cuBLAS product, the
+    bias written into C first), which a dense pattern of small blocks with enough rows takes on
+    Hopper: op(S) = S and Sᵀ, with and without bias, `a` row- and column-major, a random pattern
+    with empty block columns, odd rows (1031), against float64; the same products with the dense
+    path withheld agree."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dtype = torch.float32 if kind == "tf32" else kind
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", kind == "tf32")
+    dev = torch.device("cuda")
+    requested = []
+    real = bsr._try_workspace
+
+    def spy(nbytes, device):
+        requested.append(nbytes)
+        return real(nbytes, device)
+    monkeypatch.setattr(bsr, "_try_workspace", spy)
+    g = torch.Generator().manual_seed(block + transpose)
+    rb, cb = 256 // block, 384 // block
+    holes = torch.rand(rb, cb, generator=g) < 0.8
+    holes[:, 1] = False  # an empty block column
+    holes[2, :] = False  # and an empty block row
+    m = 1031
+    for mask in (torch.ones(rb, cb, dtype=torch.bool), holes):
+        s = make_matrix(rb * block, cb * block, block, 0.5, dtype, dev, mask=mask)
+        op = s.t() if transpose else s
+        k, n = op.shape
+        dense_op = dense64(op).to(dev)
+        want = _C.bsr_dds_dense_bytes(s.nnz_blocks, block, transpose, kind == "tf32", dev.index or 0,
+                                      rb * block, cb * block, m, bsr._DTYPE_NAME[dtype])
+        x = randn(m, k, dtype=dtype, device=dev)
+        bias = randn(n, dtype=dtype, device=dev)
+        for x_in in (x, x.t().contiguous().t()):
+            for b_in in (None, bias):
+                ref = x.double() @ dense_op + (0 if b_in is None else b_in.double())
+                requested.clear()
+                monkeypatch.setattr(bsr, "_dds_dense", True)
+                out = bsr.dds(x_in, op, b_in)
+                assert rel_error(out, ref) <= tol(dtype, dev), (mask.all().item(), x_in.stride(), b_in is None)
+                if want:
+                    assert want in requested
+                monkeypatch.setattr(bsr, "_dds_dense", False)
+                out2 = bsr.dds(x_in, op, b_in)
+                assert rel_error(out2, ref) <= tol(dtype, dev)
+        if mask.all() and torch.cuda.get_device_capability(dev) == (9, 0) and sparsekern.cuda_available():
+            assert want > 0  # a fully dense pattern of these blocks takes the dense path by default
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=_dtype_id)
+def test_linear_dense_paths(dtype, monkeypatch):
+    """BlockSparseLinear (blocks of 32 at d = 0.9, 1100 rows: on Hopper the forward, the input
+    gradient and the weight gradient all take the dense paths by default) against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    dev = torch.device("cuda")
+    torch.manual_seed(7)
+    layer = BlockSparseLinear(512, 384, density=0.9, block_size=32, device=dev, dtype=dtype)
+    x = torch.randn(1100, 512, device=dev, dtype=dtype, requires_grad=True)
+    y = layer(x)
+    go = torch.randn_like(y)
+    gx, gw, gb = torch.autograd.grad(y, (x, layer.weight, layer.bias), go)
+    w = layer.to_dense_linear().weight.detach().double()
+    rows, cols = layer.block_row_indices.long(), layer.block_col_indices.long()
+    assert rel_error(y, x.double() @ w.t() + layer.bias.double()) <= tol(dtype, dev)
+    assert rel_error(gx, go.double() @ w) <= tol(dtype, dev)
+    grid = (go.double().t() @ x.double()).reshape(12, 32, 16, 32).permute(0, 2, 1, 3)
+    assert rel_error(gw, grid[rows, cols]) <= tol(dtype, dev)
+    assert rel_error(gb, go.double().sum(0)) <= tol(dtype, dev)
+
+
+@pytest.mark.cuda
+def test_dds_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
+    """The dense path's workspace running out of memory (simulated) leaves the dds to the
+    block-sparse kernels, with the same result."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    calls = []
+
+    def oom(*args, **kwargs):
+        calls.append(args)
+        raise torch.OutOfMemoryError("simulated")
+    monkeypatch.setattr(bsr, "_empty", oom)
+    dev = torch.device("cuda")
+    s = make_matrix(512, 512, 32, 1.0, torch.bfloat16, dev)
+    x = randn(1500, 512, dtype=torch.bfloat16, device=dev)
+    bias = randn(512, dtype=torch.bfloat16, device=dev)
+    out = bsr.dds(x, s.t(), bias)
+    assert rel_error(out, x.double() @ dense64(s).to(dev).t() + bias.double()) <= tol(torch.bfloat16, dev)
+    if _C.bsr_dds_dense_bytes(s.nnz_blocks, 32, True, False, dev.index or 0, 512, 512, 1500, "bfloat16"):
+        assert calls  # the dense path was wanted, and refused
+
+
+@pytest.mark.cuda
+def test_sdd_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
+    """The dense path's workspace (the size of the dense product) running out of memory (simulated)
+    leaves the product to the sampled kernels, with the same result."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    calls = []
+
+    def oom(*args, **kwargs):
+        calls.append(args)
+        raise torch.OutOfMemoryError("simulated")
+    monkeypatch.setattr(bsr, "_empty", oom)
+    dev = torch.device("cuda")
+    pattern = make_matrix(512, 512, 32, 1.0, torch.bfloat16, dev)
+    a = randn(512, 300, dtype=torch.bfloat16, device=dev)
+    b = randn(300, 512, dtype=torch.bfloat16, device=dev)
+    out = bsr.sdd(a.t().contiguous().t(), b, pattern)
+    assert rel_error(out.to_dense(), a.double() @ b.double()) <= tol(torch.bfloat16, dev)
+    if _C.bsr_sdd_dense_bytes(512, 300, 512, 32, pattern.nnz_blocks, False, dev.index or 0, "bfloat16"):
+        assert calls  # the dense path was wanted, and refused
 
 
 @pytest.mark.cuda
