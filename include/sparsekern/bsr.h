@@ -134,10 +134,11 @@ struct SddParams {
   /// wgmma reads tf32 operands K-major only, so with fp32 (TF32) on a Hopper GPU the product copies
   /// `a` and `b` transposed into it (unless they already are: `a` row-major and `b` column-major)
   /// and runs the wgmma kernel; without it (or with fewer bytes), the SM80 (mma.sync) kernel.
-  /// With sdd_dense_workspace_bytes(p) > 0 bytes (16-bit or TF32 at a density where the sampled
-  /// kernels are slower than the dense product they sample, on a compute capability 9.0 GPU), the
-  /// product is computed whole with cuBLAS into the workspace and the pattern's blocks copied out:
-  /// a transient buffer of m × n elements (plus cuBLAS's workspace), the size of the dense matrix.
+  /// With sdd_dense_workspace_bytes(p) > 0 bytes, 256-byte aligned (16-bit or TF32 at a density
+  /// where the sampled kernels are slower than the dense product they sample, on a compute
+  /// capability 9.0 GPU; `a` and `b` with a unit stride along one dim), the product is computed
+  /// whole with cuBLAS into the workspace and the pattern's blocks copied out: a transient buffer
+  /// of m × n elements (plus cuBLAS's workspace), the size of the dense matrix.
   /// SPARSEKERN_BSR_SDD_DENSE=0 turns this off (1: wherever the dtype allows, for comparisons).
   /// Stream-ordered like DdsParams::workspace.
   Workspace workspace{};

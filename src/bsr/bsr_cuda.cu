@@ -207,8 +207,8 @@ void transpose_f32(const void* in, std::int64_t batch, std::int64_t rows, std::i
 }
 
 /// out_values[p] = C[block_rows[p]·b …, block_cols[p]·b …] (b × b) for each block p: the blocks of
-/// a sampled product computed whole (sdd_dense). One CTA per block, 16-byte vectors (C's rows and
-/// the blocks are 16-byte aligned: see sdd_dense).
+/// a sampled product computed whole (sdd_dense), 16-byte vectors (C's rows and the blocks are
+/// 16-byte aligned: see sdd_dense).
 struct GatherArgs {
   const char* c;
   std::int64_t ldc_bytes;
@@ -217,25 +217,34 @@ struct GatherArgs {
   const std::int32_t* block_cols;
   int row_bytes;  // b · element size: a block line
   int b;
+  std::int64_t nnz;
 };
 
 __global__ void __launch_bounds__(256) gather_blocks_kernel(GatherArgs g) {
-  const std::int64_t p = blockIdx.x;
-  const int vecs = g.row_bytes / 16, per_block = vecs * g.b;
-  const char* src = g.c + std::int64_t(g.block_rows[p]) * g.b * g.ldc_bytes + std::int64_t(g.block_cols[p]) * g.row_bytes;
-  char* dst = g.out + p * std::int64_t(per_block) * 16;
-  for (int i = int(threadIdx.x); i < per_block; i += int(blockDim.x)) {
-    const int r = i / vecs, v = i - r * vecs;
-    *reinterpret_cast<int4*>(dst + std::int64_t(i) * 16) =
-        *reinterpret_cast<const int4*>(src + r * g.ldc_bytes + v * 16);
+  // (block, vector) pairs as one grid-stride loop, so that small blocks (32 vectors at b = 16)
+  // still keep every thread busy.
+  const int vecs = g.row_bytes / 16, per = vecs * g.b;
+  const std::int64_t total = g.nnz * per;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t p = i / per;
+    const int w = int(i - p * per), r = w / vecs, v = w - r * vecs;
+    const char* src = g.c + (std::int64_t(g.block_rows[p]) * g.b + r) * g.ldc_bytes +
+                      std::int64_t(g.block_cols[p]) * g.row_bytes + v * 16;
+    *reinterpret_cast<int4*>(g.out + i * 16) = *reinterpret_cast<const int4*>(src);
   }
 }
 
-/// Bop written dense (dds_dense): for each entry e of Bop's column-wise index set (one CTA per
-/// entry), the block b × b at (block row indices[e], block column j) with offsets[j] ≤ e <
-/// offsets[j+1], read from values[value_index[e] or e], transposed when Bop's blocks are the stored
-/// blocks' transposes. Elements move as raw words of their size (U). The rest of Bop is zeroed
-/// before (cudaMemsetAsync).
+/// Bop written dense (dds_dense): CTA (j, y) copies the entries e = offsets[j] + y, + gridDim.y, …
+/// of block column j, each the block b × b at (block row indices[e], j), read from
+/// values[value_index[e] or e], transposed when Bop's blocks are the stored blocks' transposes.
+/// Elements move as raw words of their size (U), written as 16-byte vectors. The rest of Bop is
+/// zeroed before (cudaMemsetAsync). Versions measured (whole dense path, forward, bf16, 8192 ×
+/// 4096 → 4096, d = 0.05-0.75; F.linear 342 µs on the H100, 348 on the H200): one CTA per entry
+/// that found its column by a binary search over the offsets, scalar copies: b = 16 363-491 µs,
+/// b = 32 358-413 (H100); CTAs per block column, scalar copies: 352-440 and 350-409 (H200);
+/// transposes through 32 × 32 shared-memory tiles: 355-475 and 353-437 (H200, slower: two
+/// barriers per tile).
 struct ScatterArgs {
   const void* values;
   const std::int32_t* offsets;
@@ -243,27 +252,41 @@ struct ScatterArgs {
   const std::int32_t* value_index;
   void* dense;
   std::int64_t ld;  // elements per row of Bop (n)
-  int n_blocks;
   int b;
   bool transposed;
+  bool vec;  // 16-byte aligned values and rows of whole 16-byte vectors
 };
 
 template <typename U>
 __global__ void __launch_bounds__(256) scatter_blocks_kernel(ScatterArgs s) {
-  const int e = int(blockIdx.x);
-  int lo = 0, hi = s.n_blocks;  // offsets[lo] ≤ e < offsets[hi]
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (s.offsets[mid] <= e) lo = mid;
-    else hi = mid;
-  }
-  const int b = s.b;
-  const std::int64_t v = s.value_index != nullptr ? s.value_index[e] : e;
-  const U* src = static_cast<const U*>(s.values) + v * b * b;
-  U* dst = static_cast<U*>(s.dense) + std::int64_t(s.indices[e]) * b * s.ld + std::int64_t(lo) * b;
-  for (int t = int(threadIdx.x); t < b * b; t += int(blockDim.x)) {
-    const int r = t / b, c = t - r * b;
-    dst[r * s.ld + c] = s.transposed ? src[c * b + r] : src[t];
+  constexpr int kEpv = 16 / int(sizeof(U));  // elements per 16-byte vector
+  const int j = int(blockIdx.x), b = s.b;
+  const int end = s.offsets[j + 1];
+  U* col = static_cast<U*>(s.dense) + std::int64_t(j) * b;
+  const int first = s.offsets[j] + int(blockIdx.y), stride = int(gridDim.y);
+  // The CTA's entries × the vectors (or elements) of their rows as one flat loop: every thread
+  // busy even for 16 × 16 blocks, independent loads.
+  const std::int64_t count = first < end ? (end - first + stride - 1) / stride : 0;
+  const int vpr = s.vec ? b / kEpv : b, per = b * vpr;
+  for (std::int64_t t = threadIdx.x; t < count * per; t += blockDim.x) {
+    const std::int64_t q = t / per;
+    const int w = int(t - q * per), e = first + int(q) * stride, r = w / vpr, c = w - r * vpr;
+    const std::int64_t v = s.value_index != nullptr ? s.value_index[e] : e;
+    const U* src = static_cast<const U*>(s.values) + v * b * b;
+    U* dst = col + (std::int64_t(s.indices[e]) * b + r) * s.ld;
+    if (!s.vec) {
+      dst[c] = s.transposed ? src[c * b + r] : src[r * b + c];
+    } else if (!s.transposed) {
+      reinterpret_cast<int4*>(dst)[c] = reinterpret_cast<const int4*>(src + r * b)[c];
+    } else {  // Bop(r, c) = src[c · b + r]: kEpv strided loads, one 16-byte store
+      union {
+        int4 v4;
+        U u[kEpv];
+      } pack;
+#pragma unroll
+      for (int i = 0; i < kEpv; ++i) pack.u[i] = src[(c * kEpv + i) * b + r];
+      reinterpret_cast<int4*>(dst)[c] = pack.v4;
+    }
   }
 }
 
@@ -672,7 +695,11 @@ std::size_t sdd_dense_bytes(const SddParams& p) {
 /// workspace, operands cuBLAS cannot read, an unaligned output.
 bool sdd_dense(const SddParams& p, cudaStream_t stream) {
   const std::size_t need = sdd_dense_bytes(p);
-  if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need || !aligned16(p.out_values)) return false;
+  // 256-byte alignment: cuBLAS's workspace follows C at a multiple of 256 bytes.
+  if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need || !aligned16(p.out_values) ||
+      (reinterpret_cast<std::uintptr_t>(p.workspace.data) & 255) != 0) {
+    return false;
+  }
   const std::int64_t m = p.a.rows, n = p.b.cols, b = p.pattern.block_size;
   const std::int64_t es = std::int64_t(dtype_size(p.dtype));
   if ((b * es) % 16 != 0) return false;
@@ -695,8 +722,10 @@ bool sdd_dense(const SddParams& p, cudaStream_t stream) {
   g.workspace = Workspace{ws + c_bytes, p.workspace.bytes - c_bytes};
   dense::gemm(g, stream);
   GatherArgs a{ws, n * es, static_cast<char*>(p.out_values), p.pattern.block_row_indices,
-               p.pattern.block_col_indices, int(b * es), int(b)};
-  gather_blocks_kernel<<<unsigned(p.pattern.nnz_blocks), 256, 0, stream>>>(a);
+               p.pattern.block_col_indices, int(b * es), int(b), p.pattern.nnz_blocks};
+  const std::int64_t vectors = p.pattern.nnz_blocks * b * b * es / 16;
+  const int sms = device_info(p.device.index).sms;
+  gather_blocks_kernel<<<unsigned(std::min<std::int64_t>((vectors + 255) / 256, 16 * sms)), 256, 0, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
   return true;
 }
@@ -763,9 +792,13 @@ bool dds_dense(const DdsProblem& p, cudaStream_t stream) {
   char* ws = static_cast<char*>(p.dense_scratch);
   SK_CUDA_TRY(cudaMemsetAsync(ws, 0, std::size_t(k * n * es), stream));
   if (p.s.nnz_blocks > 0) {
-    ScatterArgs a{p.s.values, p.s.offsets, p.s.indices, p.s.value_index, ws, n, int(p.s.n_blocks), int(b),
-                  p.s.transposed_blocks};
-    const unsigned grid = unsigned(p.s.nnz_blocks);
+    ScatterArgs a{p.s.values, p.s.offsets, p.s.indices, p.s.value_index, ws, n, int(b), p.s.transposed_blocks,
+                  aligned16(p.s.values) && (b * es) % 16 == 0 && (n * es) % 16 == 0};
+    // About 8 CTAs per SM in all, spread over the block columns' entries (no host sync: the
+    // entries per column are not known here).
+    const int sms = device_info(p.device.index).sms;
+    const dim3 grid(unsigned(p.s.n_blocks), unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(
+                                                 65535, (8 * sms + p.s.n_blocks - 1) / p.s.n_blocks))));
     if (es == 2) scatter_blocks_kernel<std::uint16_t><<<grid, 256, 0, stream>>>(a);
     else if (es == 4) scatter_blocks_kernel<std::uint32_t><<<grid, 256, 0, stream>>>(a);
     else scatter_blocks_kernel<std::uint64_t><<<grid, 256, 0, stream>>>(a);
