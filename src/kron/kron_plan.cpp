@@ -30,7 +30,9 @@
 //   threads                   → 256 (8 warps); 128 (two blocks per SM, half the rows each) when
 //                               every p ≤ 16 and that still gives each block a tile: short K loops
 //                               make the in-place write-backs as costly as the arithmetic, and a
-//                               second block overlaps them (e.g. 1024 × (16 ⊗ 16 ⊗ 16), (8⊗8⊗8⊗8))
+//                               second block overlaps them (e.g. 1024 × (16 ⊗ 16 ⊗ 16), (8⊗8⊗8⊗8));
+//                               with larger p, where that gives each block ≥ 6 tiles (4096 ×
+//                               (64 ⊗ 64): 5% faster; measured slower with under 2 per block)
 //   rows per tile             → the most whose every step fits one tile per thread (the in-place
 //                               scheme: outputs of a step ≤ 256 × tile²), at most M
 //   X buffers                 → two (the next tile's copy overlaps this one's arithmetic) when
@@ -523,6 +525,14 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
       // per SM overlap one's write-backs with the other's arithmetic, on tiles of half the rows.
       const Choice half = choose(8, 128);
       if (half.ok && half.ntiles >= 2LL * lim.num_sms) pick = half;
+    } else {
+      // Some p ≥ 32: two 128-thread blocks per SM also win once every block gets many tiles
+      // (H200, fp32, device time of (64⊗64): 4096 rows 142.7 vs 149.5 µs, 8192 rows 269.4 vs
+      // 291.0; even at 2048 rows, 76.8 vs 77.4, with 1024 tiles of 2 rows; slower at 1024 rows,
+      // 40.3 vs 38.5; tools/diag/kron_fwd_sweep.py, session 14), where the other block's
+      // arithmetic covers one block's barriers and write-backs.
+      const Choice half = choose(8, 128);
+      if (half.ok && half.ntiles >= 12LL * lim.num_sms) pick = half;
     }
   }
   if (!pick.ok) return false;

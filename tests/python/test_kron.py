@@ -274,7 +274,10 @@ def test_forward_kernel_choice(monkeypatch):
     try:
         assert "kernel=fast" in _plan(1024, [(64, 64)] * 2)
         assert "regs=8x8 threads=128" in _plan(1024, [(8, 8)] * 4)  # short K loops: two blocks per SM
-        assert "regs=8x8 threads=256" in _plan(1024, [(64, 64)] * 2)
+        # p = 64: one 256-thread block per SM, unless every 128-thread block of two per SM gets ≥ 6
+        # tiles (this machine's planning limits: 8 SMs, so 16 blocks; 2 rows per tile)
+        assert "regs=8x8 threads=256" in _plan(128, [(64, 64)] * 2)  # 64 tiles: 4 per block
+        assert "regs=8x8 threads=128" in _plan(1024, [(64, 64)] * 2)  # 512 tiles: 32 per block
         assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, torch.float64)  # fp32 only
         assert "kernel=fast" not in _plan(1024, [(8, 7), (8, 8)])  # q not a multiple of 4
         p = _plan(256, [(16, 16)] * 4)  # N = 65536: no whole-row kernel; the natural split's tail
