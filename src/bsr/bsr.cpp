@@ -208,12 +208,10 @@ void dds(const DdsParams& p, Stream stream) {
     q.tile_counter = static_cast<int*>(p.workspace.data);
     const bool aligned = reinterpret_cast<std::uintptr_t>(p.workspace.data) % 256 == 0;
     const std::size_t dense = detail::dds_dense_bytes(p);
-    if (dense != 0) {
-      if (p.workspace.bytes >= dense && aligned) {
-        q.dense_scratch = static_cast<char*>(p.workspace.data) + detail::kDdsScratchOffset;
-        q.dense_scratch_bytes = p.workspace.bytes - detail::kDdsScratchOffset;
-      }
-    } else {
+    if (dense != 0 && p.workspace.bytes >= dense && aligned) {
+      q.dense_scratch = static_cast<char*>(p.workspace.data) + detail::kDdsScratchOffset;
+      q.dense_scratch_bytes = p.workspace.bytes - detail::kDdsScratchOffset;
+    } else {  // no dense path (or no room for it): the transposed tf32 blocks where they pay
       const std::size_t full = detail::dds_copy_bytes(p);
       if (full > kDdsWorkspaceBytes && p.workspace.bytes >= full &&
           reinterpret_cast<std::uintptr_t>(p.workspace.data) % 16 == 0) {

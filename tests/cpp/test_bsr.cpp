@@ -125,6 +125,21 @@ void test_products() {
     d.fp32_math = dense::Fp32Math::tf32;
     d.s = pat.view();
     SK_CHECK(bsr::dds_workspace_bytes(d) == bsr::kDdsWorkspaceBytes, "dds_workspace_bytes on the CPU");
+    // The dense paths are CUDA only: no workspace for them on the CPU, even for a dense pattern of
+    // small blocks in 16 bits (where a Hopper GPU would take them).
+    bsr::SddParams s16 = s;
+    s16.dtype = DType::bf16;
+    SK_CHECK(bsr::sdd_dense_workspace_bytes(s16) == 0, "sdd_dense_workspace_bytes on the CPU");
+    bsr::DdsParams d16 = d;
+    d16.dtype = DType::bf16;
+    d16.a.rows = 8192;
+    SK_CHECK(bsr::dds_dense_workspace_bytes(d16) == 0, "dds_dense_workspace_bytes on the CPU");
+#if !SPARSEKERN_TEST_WITH_CUDA
+    d16.device = Device{DeviceType::cuda, 0};  // a build without CUDA: never
+    s16.device = d16.device;
+    SK_CHECK(bsr::dds_dense_workspace_bytes(d16) == 0 && bsr::sdd_dense_workspace_bytes(s16) == 0,
+             "dense-path workspaces in a build without CUDA");
+#endif
   }
   bsr::sdd(s, nullptr);
   double err = 0;
