@@ -387,6 +387,23 @@ def test_sdd_dense_workspace_query():
     assert _C.bsr_sdd_dense_bytes(4096, 8192, 4096, 32, 1, False, dev, "bfloat16") == 0
 
 
+def _dense_path_setup(kind, monkeypatch):
+    """(dtype, device, requested) for the dense-path tests: skips without CUDA, allows TF32 for
+    "tf32", and records the byte counts of every workspace the Python layer asks for in
+    `requested`."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", kind == "tf32")
+    requested = []
+    real = bsr._try_workspace
+
+    def spy(nbytes, device):
+        requested.append(nbytes)
+        return real(nbytes, device)
+    monkeypatch.setattr(bsr, "_try_workspace", spy)
+    return (torch.float32 if kind == "tf32" else kind), torch.device("cuda"), requested
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("kind", ["tf32", torch.float16, torch.bfloat16], ids=_dtype_id)
 @pytest.mark.parametrize("block", [16, 32, 64])
@@ -395,18 +412,7 @@ def test_sdd_dense_path(kind, block, monkeypatch):
     blocks copied out), which a dense pattern of small blocks takes on Hopper: every layout of
     `a` and `b` (a weight gradient's dYᵀ and X, row-/column-major, a strided view that cuBLAS
     cannot read), odd k, against float64; the same products with the dense path withheld agree."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    dtype = torch.float32 if kind == "tf32" else kind
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", kind == "tf32")
-    dev = torch.device("cuda")
-    requested = []
-    real = bsr._try_workspace
-
-    def spy(nbytes, device):
-        requested.append(nbytes)
-        return real(nbytes, device)
-    monkeypatch.setattr(bsr, "_try_workspace", spy)
+    dtype, dev, requested = _dense_path_setup(kind, monkeypatch)
     g = torch.Generator().manual_seed(block)
     rb, cb = 512 // block, 384 // block
     for mask in (torch.ones(rb, cb, dtype=torch.bool), torch.rand(rb, cb, generator=g) < 0.7):
@@ -469,18 +475,7 @@ def test_dds_dense_path(kind, block, transpose, monkeypatch):
     Hopper: op(S) = S and Sᵀ, with and without bias, `a` row- and column-major, a random pattern
     with empty block columns, odd rows (1031), against float64; the same products with the dense
     path withheld agree."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    dtype = torch.float32 if kind == "tf32" else kind
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", kind == "tf32")
-    dev = torch.device("cuda")
-    requested = []
-    real = bsr._try_workspace
-
-    def spy(nbytes, device):
-        requested.append(nbytes)
-        return real(nbytes, device)
-    monkeypatch.setattr(bsr, "_try_workspace", spy)
+    dtype, dev, requested = _dense_path_setup(kind, monkeypatch)
     g = torch.Generator().manual_seed(block + transpose)
     rb, cb = 256 // block, 384 // block
     holes = torch.rand(rb, cb, generator=g) < 0.8

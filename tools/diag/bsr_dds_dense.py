@@ -7,20 +7,10 @@ environment: DDS_SHAPES=KxN,... (default 4096x4096), DDS_ROWS=8192,... (rows of 
 import os, sys, torch
 import torch.nn.functional as F
 import sparsekern
-from torch.profiler import profile, ProfilerActivity
+from kernel_time import kernel_us  # tools/diag/kernel_time.py
 
 dev = torch.device("cuda")
 mode = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto")
-
-
-def kernel_us(fn, reps=10):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    return sum(e.device_time_total for e in prof.events()
-               if e.device_type == torch.autograd.DeviceType.CUDA) / reps
 
 
 if "tf32" in sys.argv[1:]:

@@ -7,20 +7,10 @@ SDD_DENSITIES (default 0.05,0.1,0.25,0.5,0.75). Each line: mode dtype shape b d 
 dense product's µs, and the max error against the dense product (float64) on the pattern."""
 import os, sys, torch
 import sparsekern
-from torch.profiler import profile, ProfilerActivity
+from kernel_time import kernel_us  # tools/diag/kernel_time.py
 
 dev = torch.device("cuda")
 mode = os.environ.get("SPARSEKERN_BSR_SDD_DENSE", "auto")
-
-
-def kernel_us(fn, reps=10):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    return sum(e.device_time_total for e in prof.events()
-               if e.device_type == torch.autograd.DeviceType.CUDA) / reps
 
 
 if "tf32" in sys.argv[1:]:

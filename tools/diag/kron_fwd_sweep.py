@@ -2,35 +2,22 @@
 kernel selections (sparsekern._C.kron_set_forward_kernel), one process: for tuning the plan's
 defaults on the issue-5 cases that miss their roofline target. fp32, TF32 off. Prints one line per
 (case, selection) with the time, the roofline time of the issue (FLOPs / 50.9 TFLOP/s vs bytes /
-copy bandwidth measured here) and its percentage; a selection the plan refuses prints its error."""
+copy bandwidth measured here) and its percentage; a selection the plan refuses prints its error.
+(Session 14's results timed the graph with a copy of kron_fwd_one.py's loop, the median of 5
+replays; it now uses sparsekern.bench.graph_time_ms.)"""
 import math
 import torch
 from sparsekern import _C, kron_matmul
 from sparsekern._core import as_dlpack
+from sparsekern.bench import graph_time_ms
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device("cuda")
 
 
 def graph_time(fn, n=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            for _ in range(n):
-                fn()
-    torch.cuda.current_stream().wait_stream(s)
-    ts = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / n)
-    return sorted(ts)[2]
+    """Device µs per call: n calls in one CUDA graph, replays timed (sparsekern.bench)."""
+    return graph_time_ms(fn, dev, calls=n) * 1e3
 
 
 big = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
