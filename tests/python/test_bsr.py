@@ -531,10 +531,9 @@ def test_linear_dense_paths(dtype, monkeypatch):
     assert rel_error(gb, go.double().sum(0)) <= tol(dtype, dev)
 
 
-@pytest.mark.cuda
-def test_dds_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
-    """The dense path's workspace running out of memory (simulated) leaves the dds to the
-    block-sparse kernels, with the same result."""
+def _simulate_oom(monkeypatch) -> list:
+    """Skips without CUDA; else every workspace allocation of the bsr layer raises
+    torch.OutOfMemoryError from now on, recorded in the returned list."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     calls = []
@@ -543,6 +542,14 @@ def test_dds_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkey
         calls.append(args)
         raise torch.OutOfMemoryError("simulated")
     monkeypatch.setattr(bsr, "_empty", oom)
+    return calls
+
+
+@pytest.mark.cuda
+def test_dds_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
+    """The dense path's workspace running out of memory (simulated) leaves the dds to the
+    block-sparse kernels, with the same result."""
+    calls = _simulate_oom(monkeypatch)
     dev = torch.device("cuda")
     s = make_matrix(512, 512, 32, 1.0, torch.bfloat16, dev)
     x = randn(1500, 512, dtype=torch.bfloat16, device=dev)
@@ -557,14 +564,7 @@ def test_dds_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkey
 def test_sdd_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
     """The dense path's workspace (the size of the dense product) running out of memory (simulated)
     leaves the product to the sampled kernels, with the same result."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    calls = []
-
-    def oom(*args, **kwargs):
-        calls.append(args)
-        raise torch.OutOfMemoryError("simulated")
-    monkeypatch.setattr(bsr, "_empty", oom)
+    calls = _simulate_oom(monkeypatch)
     dev = torch.device("cuda")
     pattern = make_matrix(512, 512, 32, 1.0, torch.bfloat16, dev)
     a = randn(512, 300, dtype=torch.bfloat16, device=dev)
@@ -579,14 +579,7 @@ def test_sdd_dense_path_falls_back_when_the_workspace_cannot_be_allocated(monkey
 def test_tf32_copies_fall_back_when_the_workspace_cannot_be_allocated(monkeypatch):
     """A workspace allocation that runs out of memory (simulated) is not the caller's failure: the
     products run without the copies (SM80 kernels) and the gradients stay right."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    calls = []
-
-    def oom(*args, **kwargs):
-        calls.append(args)
-        raise torch.OutOfMemoryError("simulated")
-    monkeypatch.setattr(bsr, "_empty", oom)
+    calls = _simulate_oom(monkeypatch)
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
     test_linear_tf32_backward(128, True, "dense", monkeypatch)
     if _C.bsr_tf32_wgmma(torch.cuda.current_device(), 128):
