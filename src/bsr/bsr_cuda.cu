@@ -303,6 +303,29 @@ __global__ void __launch_bounds__(256) fill_rows_kernel(U* c, std::int64_t ldc, 
   }
 }
 
+/// c[r, :] += bias for every row r < m, fp32 (the dense path's bias with fp32 operands, added after
+/// cuBLAS: see dds_dense): float4 vectors where rows and bias are 16-byte aligned.
+__global__ void __launch_bounds__(256) add_rows_f32_kernel(float* c, std::int64_t ldc, const float* bias,
+                                                           std::int64_t m, std::int64_t n, bool vec) {
+  const std::int64_t w = vec ? n / 4 : n, total = m * w;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / w, q = i - r * w;
+    if (vec) {
+      float4* row = reinterpret_cast<float4*>(c + r * ldc);
+      float4 v = row[q];
+      const float4 b = reinterpret_cast<const float4*>(bias)[q];
+      v.x += b.x;
+      v.y += b.y;
+      v.z += b.z;
+      v.w += b.w;
+      row[q] = v;
+    } else {
+      c[r * ldc + q] += bias[q];
+    }
+  }
+}
+
 template <typename F>
 void with_device_type(DType dtype, F&& f) {
   switch (dtype) {
@@ -805,8 +828,14 @@ bool dds_dense(const DdsProblem& p, cudaStream_t stream) {
     SK_CUDA_CHECK_LAUNCH();
   }
   const std::int64_t ldc = m <= 1 ? n : p.c.row_stride;
-  if (p.bias != nullptr) {
-    const unsigned grid = unsigned(std::min<std::int64_t>((m * n + 255) / 256, 132 * 16));
+  // The bias: written into C before cuBLAS accumulates into it (beta = 1) in 16 bits; added after
+  // a beta = 0 product with fp32 operands, where cuBLAS's SGEMM (TF32) with beta = 1 cost ~180 µs
+  // more than without at 8192 × 4096 → 4096 (H200), several times the traffic of C.
+  const bool post_add = p.bias != nullptr && p.dtype == DType::f32;
+  const unsigned fill_grid =
+      unsigned(std::min<std::int64_t>((m * n + 255) / 256, 16LL * device_info(p.device.index).sms));
+  if (p.bias != nullptr && !post_add) {
+    const unsigned grid = fill_grid;
     if ((n * es) % 16 == 0 && (ldc * es) % 16 == 0 && aligned16(p.c.data) && aligned16(p.bias)) {
       fill_rows_kernel<int4><<<grid, 256, 0, stream>>>(static_cast<int4*>(p.c.data), ldc * es / 16,
                                                        static_cast<const int4*>(p.bias), m, n * es / 16);
@@ -828,11 +857,17 @@ bool dds_dense(const DdsProblem& p, cudaStream_t stream) {
   g.a = p.a;
   g.b = MatrixView{ws, k, n, n, 1, 0};
   g.c = MutableMatrixView{p.c.data, m, n, ldc, 1, 0};
-  g.beta = p.bias != nullptr ? 1.0 : 0.0;
+  g.beta = p.bias != nullptr && !post_add ? 1.0 : 0.0;
   g.fp32_math = p.fp32_math;
   g.allow_reduced_precision_reduction = false;  // like the block-sparse kernels: fp32 sums, one rounding
   g.workspace = Workspace{ws + d_bytes, p.dense_scratch_bytes - d_bytes};
   dense::gemm(g, stream);
+  if (post_add) {
+    const bool vec = n % 4 == 0 && ldc % 4 == 0 && aligned16(p.c.data) && aligned16(p.bias);
+    add_rows_f32_kernel<<<fill_grid, 256, 0, stream>>>(static_cast<float*>(p.c.data), ldc,
+                                                       static_cast<const float*>(p.bias), m, n, vec);
+    SK_CUDA_CHECK_LAUNCH();
+  }
   return true;
 }
 
