@@ -756,23 +756,25 @@ bool sdd_dense(const SddParams& p, cudaStream_t stream) {
 /// The density from which a dds on a compute capability 9.0 GPU writes Bop dense and multiplies
 /// with cuBLAS by default, for m ≥ 4096 rows of A (`many`) or 1024 ≤ m < 4096; below 1024 rows
 /// never (few rows make the product bound by reading Bop, which the block-sparse kernels read only
-/// where it has blocks). Measured on an H100 (session 14, tools/diag/bsr_dds_dense.py: a linear
-/// layer's forward X · Wᵀ + bias and input gradient dY · W), the crossings of the two paths:
-///   16-bit, 8192 rows: b = 16 0.085 (4096 → 4096) / 0.075 (3072 → 768) / 0.12 (768 → 3072);
-///   b = 32 0.33 / 0.29 / 0.49; b = 64 never up to 0.75 at 4096 → 4096 (0.61 at 3072 → 768);
-///   1024 rows (4096 → 4096): b = 16 0.13, b = 32 0.54.
-///   TF32, 8192 rows: b = 16 0.22 / 0.23 / 0.27; b = 32 0.39 / 0.42 / 0.42 (cuBLAS's SGEMM with
-///   TF32 and C accumulated is ~30% slower here than torch's F.linear); 1024 rows: b = 16 ~0.3,
-///   b = 32 ~0.6. Blocks of 64 and 128: the block-sparse kernels win everywhere measured.
+/// where it has blocks). Measured on an H100 (tools/diag/bsr_dds_dense.py: a linear layer's
+/// forward X · Wᵀ + bias, and its input gradient dY · W, which crosses lower), the forward's
+/// crossings with the final dense path (session 14, s14_run13):
+///   16-bit, 8192 rows: b = 16 0.077 (4096 → 4096) / 0.077 (3072 → 768) / 0.12 (768 → 3072);
+///   b = 32 0.31 / 0.30 / 0.43; 1024 rows (4096 → 4096): b = 16 0.10, b = 32 0.43.
+///   TF32, 8192 rows: b = 16 0.19 / 0.21 / 0.28; b = 32 0.34 / 0.38 / 0.40; 1024 rows: b = 16
+///   0.25, b = 32 0.46.
+/// Blocks of 64 and 128: the block-sparse kernels won everywhere measured (up to d = 0.75, 0.61 at
+/// 3072 → 768 for b = 64 in 16 bits; session 14, s14_run2). Where the shapes disagree the
+/// thresholds sit between them: one path loses up to ~15% near a threshold.
 double dds_dense_min_density(DType dtype, dense::Fp32Math math, std::int64_t b, bool many) {
   if (dtype == DType::f16 || dtype == DType::bf16) {
-    if (b == 16) return many ? 0.12 : 0.15;
-    if (b == 32) return many ? 0.4 : 0.6;
+    if (b == 16) return 0.12;
+    if (b == 32) return many ? 0.35 : 0.45;
     return 2.0;
   }
   if (dtype == DType::f32 && math == dense::Fp32Math::tf32) {
-    if (b == 16) return many ? 0.27 : 0.35;
-    if (b == 32) return many ? 0.42 : 0.65;
+    if (b == 16) return many ? 0.25 : 0.3;
+    if (b == 32) return many ? 0.38 : 0.5;
     return 2.0;
   }
   return 2.0;  // fp32 without TF32, fp64: not measured
