@@ -174,7 +174,8 @@ if(SPARSEKERN_WITH_CUDA)
       src/bsr/sm90/gen/sdd_bf16_64.cu
       src/bsr/sm90/gen/sdd_bf16_128.cu
       src/bsr/sm90/gen/sdd_tf32_64_k.cu
-      src/bsr/sm90/gen/sdd_tf32_128_k.cu)
+      src/bsr/sm90/gen/sdd_tf32_128_k.cu
+      src/bsr/sm90/gen/sdd_tf32_128_k_m128.cu)
     set_target_properties(sparsekern_bsr_sm90 PROPERTIES
       CUDA_ARCHITECTURES "90a-real" POSITION_INDEPENDENT_CODE ON CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
     target_include_directories(sparsekern_bsr_sm90 PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)

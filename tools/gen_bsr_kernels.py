@@ -61,7 +61,8 @@ def sm90_instantiations():
     dds (16-bit b = 32/64/128 both majors, tf32 b = 64/128 Bop = Sᵀ), 16-bit sdd at b = 64/128 (a b = 32 sdd
     on wgmma, 64-row tiles over pairs of block rows, measured slower than the SM80 kernel: see
     docs/PERF_NOTES.md), tf32 sdd at b = 64/128 on K-major operands (transposed copies of the
-    weight gradient's operands). ~30-55 s of single-core nvcc time each."""
+    weight gradient's operands; for b = 128 also with whole-block tiles). ~30-55 s of single-core
+    nvcc time each."""
     for e in ("f16", "bf16"):
         for b in (32, 64, 128):
             for tag, km in (("bt", "true"), ("bn", "false")):
@@ -85,6 +86,8 @@ def sm90_instantiations():
     for b in (64, 128):
         yield (f"sdd_tf32_{b}_k.cu", "sdd",
                f"template bool sdd_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, int, int, void*);")
+    yield ("sdd_tf32_128_k_m128.cu", "sdd",
+           "template bool sdd_launch<Elem::tf32, 128, true, 128>(const tc::TcParams&, int, int, int, int, void*);")
 
 
 def _write(out: pathlib.Path, files: list) -> None:

@@ -873,6 +873,26 @@ bool dds_dense(const DdsProblem& p, cudaStream_t stream) {
   return true;
 }
 
+/// SPARSEKERN_BSR_SDD_TM=auto | 64 | 128 (read once per process): rows per consumer tile of the
+/// tf32 sdd with blocks of 128 (128: the whole block). auto: whole blocks from 1.5 blocks per SM.
+/// Measured (H100, K-major operands over 8192 rows, kernel µs, 64-row tiles vs whole blocks;
+/// session 14, tools/diag/bsr_sdd_tm.py): 4096 → 4096 at 51 / 102 / 256 / 512 / 768 blocks 104 vs
+/// 138, 149 vs 146, 290 vs 246, 578 vs 498, 855 vs 766; the BERT-base shapes (7-108 blocks) 76-129
+/// vs 105-130. Fewer tiles than consumers leave SMs idle; past that, each k-slice of B loaded once
+/// per block instead of twice wins.
+constexpr double kSddWholeBlocksPerSm = 1.5;
+bool sdd_whole_blocks(int nnz, int sms) {
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SDD_TM");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return 0;
+    if (std::strcmp(v, "64") == 0) return 64;
+    if (std::strcmp(v, "128") == 0) return 128;
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_TM must be auto, 64 or 128; got '") + v + "'");
+  }();
+  if (mode != 0) return mode == 128;
+  return double(nnz) >= kSddWholeBlocksPerSm * double(sms);
+}
+
 #if SPARSEKERN_BSR_SM90A
 /// tf32 sdd on the sm_90a wgmma kernel, which reads tf32 K-major only: A (m × k) row-major and B
 /// (k × n) column-major as given, or copied so from the usual weight-gradient layouts (A
@@ -922,8 +942,9 @@ bool sdd_tf32_sm90(const SddParams& p, cudaStream_t stream) {
   t.k = int(k);
   t.block = int(b);
   const int nnz = int(p.pattern.nnz_blocks), sms = device_info(p.device.index).sms;
-  return b == 64 ? sm90::sdd_launch<sm90::Elem::tf32, 64, true>(t, nnz, int(m), int(n), sms, stream)
-                 : sm90::sdd_launch<sm90::Elem::tf32, 128, true>(t, nnz, int(m), int(n), sms, stream);
+  if (b == 64) return sm90::sdd_launch<sm90::Elem::tf32, 64, true>(t, nnz, int(m), int(n), sms, stream);
+  if (sdd_whole_blocks(nnz, sms)) return sm90::sdd_launch<sm90::Elem::tf32, 128, true, 128>(t, nnz, int(m), int(n), sms, stream);
+  return sm90::sdd_launch<sm90::Elem::tf32, 128, true>(t, nnz, int(m), int(n), sms, stream);
 }
 #endif
 

@@ -620,6 +620,27 @@ def test_dds_grouped_edges_each_kernel(env):
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tm", ["64", "128"])
+def test_sdd_whole_block_tiles_each(tm):
+    """SPARSEKERN_BSR_SDD_TM=64 / 128 (read once per process) forces 64-row tiles or whole-block
+    tiles on the tf32 sdd with blocks of 128 (by default the choice depends on the block count):
+    test_sdd_tf32_layouts at b = 128 (every layout, with and without copies, k not a multiple of
+    32, a lone block) and test_linear_tf32_backward through each, in a fresh process."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    code = (
+        "import sys, pytest\n"
+        "sys.path.insert(0, %r)\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-m', 'cuda', '-k',\n"
+        "                    '(sdd_tf32_layouts or linear_tf32_backward) and 128', %r])\n"
+        "print('ok' if code == 0 else 'failed')\n"
+        % (str(__import__("pathlib").Path(__file__).parent), __file__))
+    out = run_python(code, timeout=300, SPARSEKERN_BSR_SDD_TM=tm, SPARSEKERN_BSR_SDD_DENSE="0")
+    assert out.returncode == 0 and "ok" in out.stdout and "passed" in out.stdout, (out.stdout[-3000:],
+                                                                                   out.stderr[-3000:])
+
+
 @pytest.mark.parametrize("block", BLOCKS)
 @pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
 @pytest.mark.parametrize("transpose", [False, True], ids=["S", "St"])

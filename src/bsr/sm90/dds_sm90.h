@@ -56,8 +56,9 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
 /// stride (row stride p.ldb), out written row-major per block. kKMajor: A with unit column stride
 /// (row stride p.lda) and B with unit row stride (column stride p.ldb) instead (the only layouts
 /// wgmma reads tf32 from; instantiated for tf32). kBlock ∈ {64, 128}; requirements as for
-/// dds_launch (p.k > 0, 16-byte alignment, sizes below 2³¹).
-template <Elem kElem, int kBlock, bool kKMajor>
+/// dds_launch (p.k > 0, 16-byte alignment, sizes below 2³¹). kTM: rows per consumer tile, 64, or
+/// 128 for whole blocks of 128 (instantiated for tf32).
+template <Elem kElem, int kBlock, bool kKMajor, int kTM = 64>
 bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream);
 
 }  // namespace sparsekern::bsr::sm90

@@ -8,16 +8,21 @@
 // consumer warpgroups with one stage ring each), with a dense K loop: a consumer tile is a
 // 64-row slice of one block (64 × b), so that a pattern of few blocks still gives enough tiles to
 // fill the GPU (a 128-block at density 0.1 of a 4096² weight is 102 blocks for 132 SMs: 204
-// slices), at 43 FLOP per byte of shared-memory fill for b = 128.
+// slices), at 43 FLOP per byte of shared-memory fill for b = 128 in 16 bits (21 in tf32); or,
+// with kTM = 128 (tf32 blocks of 128), the whole block: 32 FLOP per byte in tf32.
 #include "common.cuh"
 
 namespace sparsekern::bsr::sm90 {
 
-template <Elem kElem, int kBlock, bool kKMajor = false>
+template <Elem kElem, int kBlock, bool kKMajor = false, int kTMRows = 64>
 struct SddConfig {
   using T = typename ElemT<kElem>::type;
+  static_assert(kTMRows == 64 || (kTMRows == 128 && kBlock == 128), "sdd tiles: 64 rows, or whole blocks of 128");
   static constexpr int kThreads = 384;
-  static constexpr int kTM = 64;       // rows per consumer tile: b / 64 tiles per block
+  // Rows per consumer tile: 64 (b / 64 tiles per block), or 128 for whole blocks of 128, which
+  // load each k-slice of B once per block instead of twice (a third fewer shared-memory fill bytes
+  // per FLOP) but give half as many tiles (see sdd_tf32_sm90 in bsr_cuda.cu).
+  static constexpr int kTM = kTMRows;
   static constexpr int kBN = kBlock;   // the whole block width
   static constexpr int kElemBytes = int(sizeof(T));
   static constexpr int kBK = 128 / kElemBytes;  // one 128-byte line of k per stage (SW128)
@@ -158,9 +163,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-template <Elem kElem, int kBlock, bool kKMajor>
+template <Elem kElem, int kBlock, bool kKMajor, int kTM>
 bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream) {
-  using Cfg = SddConfig<kElem, kBlock, kKMajor>;
+  using Cfg = SddConfig<kElem, kBlock, kKMajor, kTM>;
   using TA = SddTmaA<Cfg>;
   using TB = SddTmaB<Cfg>;
   SK_EXPECTS(p.k > 0 && nnz_blocks > 0 && a_rows > 0 && b_cols > 0, "bsr (sm90 sdd): unsupported problem");

@@ -1,0 +1,6 @@
+// One explicit instantiation of the sm_90a block-sparse sdd kernel (see ../sdd_sm90.cuh).
+#include "../sdd_sm90.cuh"
+
+namespace sparsekern::bsr::sm90 {
+template bool sdd_launch<Elem::tf32, 128, true, 128>(const tc::TcParams&, int, int, int, int, void*);
+}  // namespace sparsekern::bsr::sm90
