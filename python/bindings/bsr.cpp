@@ -145,11 +145,11 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
   bsr::sdd(p, as_stream(stream));
 }
 
+/// The DType whose dtype_name is `dtype`.
 DType dtype_named(const std::string& dtype) {
-  if (dtype == "float32") return DType::f32;
-  if (dtype == "bfloat16") return DType::bf16;
-  if (dtype == "float16") return DType::f16;
-  if (dtype == "float64") return DType::f64;
+  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    if (dtype == dtype_name(t)) return t;
+  }
   throw InvalidArgument("`dtype` must be float16, bfloat16, float32 or float64; got '" + dtype + "'");
 }
 

@@ -57,8 +57,6 @@ _sdd_dense = os.environ.get("SPARSEKERN_BSR_SDD_DENSE", "auto") != "0"
 _dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
 _INT32 = torch.int32
 _FLOAT32 = torch.float32
-_DTYPE_NAME = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
-               torch.float64: "float64"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -611,37 +609,32 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
     return out
 
 
-# bsr_dds_dense_bytes per (nnz, b, transpose, tf32, device, rows, cols, m, dtype): the binding
-# call costs ~1 µs of host time per forward; the dict lookup a fraction of that.
-_dds_dense_cache: dict = {}
+# The dense-path workspace queries per problem shape: the binding call costs ~1 µs of host time
+# per product, the dict lookup a fraction of that.
+_dense_bytes_cache: dict = {}
+
+
+def _cached_bytes(key, query) -> int:
+    nbytes = _dense_bytes_cache.get(key)
+    if nbytes is None:
+        if len(_dense_bytes_cache) > 4096:
+            _dense_bytes_cache.clear()
+        nbytes = _dense_bytes_cache[key] = query()
+    return nbytes
 
 
 def _dds_dense_bytes(values, transpose, tf32, device, rows, cols, m) -> int:
-    key = (values.shape[0], values.shape[1], transpose, tf32, device, rows, cols, m, values.dtype)
-    nbytes = _dds_dense_cache.get(key)
-    if nbytes is None:
-        if len(_dds_dense_cache) > 4096:
-            _dds_dense_cache.clear()
-        nbytes = _dds_dense_cache[key] = _C.bsr_dds_dense_bytes(
-            values.shape[0], values.shape[1], transpose, tf32, device, rows, cols, m, _DTYPE_NAME[values.dtype])
-    return nbytes
-
-
-_sdd_dense_cache: dict = {}
+    """bsr_dds_dense_bytes for this product, cached."""
+    nnz, b, dt = values.shape[0], values.shape[1], values.dtype
+    return _cached_bytes(("dds", nnz, b, transpose, tf32, device, rows, cols, m, dt), lambda: _C.bsr_dds_dense_bytes(
+        nnz, b, transpose, tf32, device, rows, cols, m, dtype_name(dt)))
 
 
 def _sdd_dense_bytes(a, b, like_values, tf32) -> int:
-    """bsr_sdd_dense_bytes, cached like _dds_dense_bytes."""
-    key = (a.shape[0], a.shape[1], b.shape[1], like_values.shape[0], like_values.shape[1], tf32,
-           a.get_device(), a.dtype)
-    nbytes = _sdd_dense_cache.get(key)
-    if nbytes is None:
-        if len(_sdd_dense_cache) > 4096:
-            _sdd_dense_cache.clear()
-        nbytes = _sdd_dense_cache[key] = _C.bsr_sdd_dense_bytes(
-            a.shape[0], a.shape[1], b.shape[1], like_values.shape[1], like_values.shape[0], tf32, a.get_device(),
-            _DTYPE_NAME[a.dtype])
-    return nbytes
+    """bsr_sdd_dense_bytes for this product, cached."""
+    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
+    return _cached_bytes(("sdd", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_dense_bytes(
+        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
 
 
 def _check_dsd_args(values, index, rows, cols, transpose, b):

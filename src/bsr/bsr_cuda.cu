@@ -422,31 +422,28 @@ int schedule() {
   return mode;
 }
 
-/// SPARSEKERN_BSR_DDS_DENSE=auto | 0 | 1 (read once per process): whether a dds may write Bop
-/// dense and multiply with cuBLAS (dds_dense). auto: where dds_dense_min_density says it is faster;
-/// 0: never; 1: wherever the dtype allows (comparisons).
+/// An auto | 0 | 1 switch from the environment variable `name`: -1 (unset, empty or auto), 0 or 1;
+/// anything else throws, naming the variable.
+int auto_off_on(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+  if (std::strcmp(v, "0") == 0) return 0;
+  if (std::strcmp(v, "1") == 0) return 1;
+  throw InvalidArgument(std::string(name) + " must be auto, 0 or 1; got '" + v + "'");
+}
+
+/// SPARSEKERN_BSR_DDS_DENSE (read once per process): whether a dds may write Bop dense and
+/// multiply with cuBLAS (dds_dense). auto: where dds_dense_min_density says it is faster; 0: never;
+/// 1: wherever the dtype allows (comparisons).
 int dds_dense_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("SPARSEKERN_BSR_DDS_DENSE");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
-    if (std::strcmp(v, "0") == 0) return 0;
-    if (std::strcmp(v, "1") == 0) return 1;
-    throw InvalidArgument(std::string("SPARSEKERN_BSR_DDS_DENSE must be auto, 0 or 1; got '") + v + "'");
-  }();
+  static const int mode = auto_off_on("SPARSEKERN_BSR_DDS_DENSE");
   return mode;
 }
 
-/// SPARSEKERN_BSR_SDD_DENSE=auto | 0 | 1 (read once per process): whether an sdd may compute the
-/// whole product with cuBLAS and copy out the pattern's blocks (sdd_dense). auto: where
-/// sdd_dense_min_density says it is faster; 0: never; 1: wherever the dtype allows (comparisons).
+/// SPARSEKERN_BSR_SDD_DENSE (read once per process): whether an sdd may compute the whole product
+/// with cuBLAS and copy out the pattern's blocks (sdd_dense); values as for dds_dense_mode.
 int sdd_dense_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("SPARSEKERN_BSR_SDD_DENSE");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
-    if (std::strcmp(v, "0") == 0) return 0;
-    if (std::strcmp(v, "1") == 0) return 1;
-    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_DENSE must be auto, 0 or 1; got '") + v + "'");
-  }();
+  static const int mode = auto_off_on("SPARSEKERN_BSR_SDD_DENSE");
   return mode;
 }
 

@@ -419,7 +419,7 @@ def test_sdd_dense_path(kind, block, monkeypatch):
         pattern = make_matrix(rb * block, cb * block, block, 0.5, dtype, dev, mask=mask)
         dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1).to(dev)
         dense_bytes = _C.bsr_sdd_dense_bytes(rb * block, 136, cb * block, block, pattern.nnz_blocks,
-                                             kind == "tf32", dev.index or 0, bsr._DTYPE_NAME[dtype])
+                                             kind == "tf32", dev.index or 0, sparsekern._core.dtype_name(dtype))
         for k in (136, 1001):
             a = randn(rb * block, k, dtype=dtype, device=dev)
             b = randn(k, cb * block, dtype=dtype, device=dev)
@@ -438,7 +438,7 @@ def test_sdd_dense_path(kind, block, monkeypatch):
     if torch.cuda.get_device_capability(dev) == (9, 0) and sparsekern.cuda_available():
         # a fully dense pattern of these blocks takes the dense path on Hopper by default
         assert _C.bsr_sdd_dense_bytes(512, 136, 384, block, rb * cb, kind == "tf32", dev.index or 0,
-                                      bsr._DTYPE_NAME[dtype]) > 0
+                                      sparsekern._core.dtype_name(dtype)) > 0
 
 
 def test_dds_dense_workspace_query():
@@ -488,7 +488,7 @@ def test_dds_dense_path(kind, block, transpose, monkeypatch):
         k, n = op.shape
         dense_op = dense64(op).to(dev)
         want = _C.bsr_dds_dense_bytes(s.nnz_blocks, block, transpose, kind == "tf32", dev.index or 0,
-                                      rb * block, cb * block, m, bsr._DTYPE_NAME[dtype])
+                                      rb * block, cb * block, m, sparsekern._core.dtype_name(dtype))
         x = randn(m, k, dtype=dtype, device=dev)
         bias = randn(n, dtype=dtype, device=dev)
         for x_in in (x, x.t().contiguous().t()):
