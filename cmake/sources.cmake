@@ -153,10 +153,6 @@ if(SPARSEKERN_WITH_CUDA)
       src/bsr/sm90/gen/dds_bf16_64_bn.cu
       src/bsr/sm90/gen/dds_bf16_128_bt.cu
       src/bsr/sm90/gen/dds_bf16_128_bn.cu
-      src/bsr/sm90/gen/dds_mc_f16_128_bt.cu
-      src/bsr/sm90/gen/dds_mc_f16_128_bn.cu
-      src/bsr/sm90/gen/dds_mc_bf16_128_bt.cu
-      src/bsr/sm90/gen/dds_mc_bf16_128_bn.cu
       src/bsr/sm90/gen/gdds_f16_32_bt.cu
       src/bsr/sm90/gen/gdds_f16_32_bn.cu
       src/bsr/sm90/gen/gdds_f16_64_bt.cu

@@ -15,7 +15,6 @@
 
 #include "../common/cuda_check.h"
 #include "bsr_internal.h"
-#include "sm90/dds_mc_sm90.h"
 #include "sm90/dds_sm90.h"
 #include "tc/launch.h"
 
@@ -527,26 +526,8 @@ bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, 
   return density >= (tf32 ? kGroupedMinDensityTf32 : b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
 }
 
-/// SPARSEKERN_BSR_MULTICAST (read once per process): whether a 16-bit dds with blocks of 128 runs
-/// the cluster kernel (sm90/dds_mc_sm90.cuh: pairs of CTAs on one block column, each block slice
-/// loaded once per pair) instead of the one-column or grouped kernel. auto: use_multicast's rule;
-/// 0: never; 1: always (comparisons).
-int multicast_mode() {
-  static const int mode = auto_off_on("SPARSEKERN_BSR_MULTICAST");
-  return mode;
-}
-
-bool use_multicast(int b, std::int64_t m) {
-  if (b != 128) return false;
-  const int mode = multicast_mode();
-  if (mode >= 0) return mode == 1;
-  return false && m >= 256;
-}
-
 template <sm90::Elem kE>
 bool dds_sm90_block(const tc::TcParams& t, int nb, int b, bool bt, int sms, void* stream) {
-  if (use_multicast(b, t.m))
-    return bt ? sm90::dds_mc_launch<kE, 128, true>(t, nb, sms, stream) : sm90::dds_mc_launch<kE, 128, false>(t, nb, sms, stream);
   if (use_grouped(b, false, t.nnz, nb, t.a_cols / b, t.m, sms)) {  // tiles of several block columns
     if (b == 32) return bt ? sm90::gdds_launch<kE, 32, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 32, false>(t, nb, sms, stream);
     if (b == 64) return bt ? sm90::gdds_launch<kE, 64, true>(t, nb, sms, stream) : sm90::gdds_launch<kE, 64, false>(t, nb, sms, stream);
