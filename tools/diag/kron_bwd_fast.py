@@ -6,12 +6,14 @@ implementation called directly (no autograd: kron._backward with _C.kron_set_bac
 | "old"), from the kept T0 or recomputing it, kron._backward_steps); the new kernel's plan
 overrides (rows per tile, stages) on the kept path; and the kernels of one new backward.
 
-Usage: python tools/diag/kron_bwd_fast.py [JSON]
+Usage: python tools/diag/kron_bwd_fast.py [JSON]; KRON_BWD_CASES=1024x64x64,... picks the cases,
+KRON_BWD_SWEEP="tile=8;grid=132" adds plan overrides to the sweep.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 
 import torch
@@ -27,6 +29,10 @@ torch.backends.cuda.matmul.allow_tf32 = False
 CASES = [(16, [32, 32]), (1024, [32, 32]), (1024, [64, 64]), (4096, [64, 64]), (256, [32, 32]),
          (4096, [32, 32]), (64, [64, 64])]
 SWEEP = ["new:rows=1", "new:rows=2", "new:rows=3", "new:rows=4", "new:rows=6", "new:stages=1"]
+if os.environ.get("KRON_BWD_CASES"):  # e.g. 1024x64x64,4096x64x64 (batch x factor sizes)
+    CASES = [(int(c.split("x")[0]), [int(v) for v in c.split("x")[1:]]) for c in os.environ["KRON_BWD_CASES"].split(",")]
+if os.environ.get("KRON_BWD_SWEEP"):  # extra selections, comma-separated without the "new:" prefix
+    SWEEP += ["new:" + v for v in os.environ["KRON_BWD_SWEEP"].split(";")]
 
 
 def plan(x, fs):
