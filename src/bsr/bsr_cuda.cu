@@ -474,39 +474,36 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 }
 
 #if SPARSEKERN_BSR_SM90A
-/// The densities from which blocks of 64 / 32 / 128 take the grouped kernel by default (see
-/// use_grouped).
-constexpr double kGroupedMinDensity64 = 0.075, kGroupedMinDensity32 = 0.4, kGroupedMinDensityTf32 = 0.2;
-constexpr double kGroupedMinDensity128 = 0.2, kGroupedMinDensityTf32_128 = 0.3;
-
 /// Whether a dds with blocks of 32/64/128 (16-bit) or 64/128 (tf32) runs the grouped sm_90a kernel
 /// (sm90/gdds_sm90.cuh: 256 × 128 tiles over the union of 128 / b block columns' k blocks) rather
 /// than the one-block-column kernel. The grouped tile loads each A tile once for every block column
 /// of its group that has a block there, which pays when those columns share k blocks, i.e. at
 /// higher density; at low density the union adds steps with a single block. For b = 128 the tile
-/// is one block column of 256 rows (each block slice feeds 256 rows instead of 128, but the
-/// epilogue no longer overlaps another tile's MMAs). Session 9 (H200, dynamic tiles, kernel µs,
-/// 8192 × 4096 → 4096, grouped vs one column at d = 0.05 / 0.1 / 0.25 / 0.5): bf16 b = 128 53.7 vs
-/// 46.6, 70.6 vs 64.5, 120.1 vs 128.1, 202.8 vs 237.0; fp16 b = 128 53.1 vs 47.9, 68.6 vs 64.1,
-/// 124.7 vs 128.6, 210.9 vs 238.3; tf32 b = 128 156 vs 128, 184 vs 151, 272 vs 271, 443 vs 500;
-/// tf32 b = 64 162 vs 126, 209 vs 166, 353 vs 360, 554 vs 698.
-/// Earlier kernel times (session 6, the lane-parallel union producer, static schedule; bf16,
-/// grouped vs one block column, µs):
-///   b = 64: d = 0.05 60.9 vs 53.8, 0.1 79.5 vs 82.9, 0.25 149 vs 179, 0.5 250 vs 350;
-///   b = 32: d = 0.05 137 vs 78, 0.1 203 vs 124, 0.25 373 vs 284, 0.5 507 vs 548
-/// (b = 32 steps are 32 deep: per-step pipeline overhead dominates until most of a step's blocks
-/// are present); tf32, b = 64 (Bop = Sᵀ): d = 0.05 179 vs 134, 0.1 226 vs 179, 0.25 368 vs 378,
-/// 0.5 571 vs 731 (twice the bytes per A tile: the union's single-block steps cost more).
-/// SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
-/// Besides the density: the grouped kernel's 256-row tiles must give every SM several tiles (at
-/// least kGroupedMinWaves per SM; with 8192 rows and 768 output columns, a BERT-base linear
-/// layer, there are 192 tiles for 132 SMs: measured no faster than the one-column kernel there,
-/// 44.3 vs 44.8 µs at bf16 b = 128 d = 0.5, H200), and for b = 128 (one column per tile, so no
-/// shared k blocks) enough blocks per column for the MMAs to cover the epilogue, which the grouped
-/// kernel does not overlap: at 768 → 3072 (3 blocks per column at d = 0.5) it took 53.6 µs against
-/// the one-column kernel's 47.6.
-constexpr double kGroupedMinWaves = 4.0;
-constexpr double kGroupedMinBlocksPerCol128 = 6.0;
+/// is one block column of 256 rows (each block slice feeds 256 rows instead of 128). SPARSEKERN_BSR_GROUPED=1 / 0 forces
+/// either kernel (read once per process).
+///
+/// 16-bit (session 15, H100, kernel µs, grouped kernel with its shared-memory + TMA epilogue vs one
+/// column, forward / input gradient; tools/diag/bsr_epilogue.py, benchmarks/results/bsr-epilogue-
+/// H100-2026-11-26-session15*.txt): at 8192 × 4096 → 4096, b = 128, 55.1 / 49.4 vs 56.0 / 51.8 at
+/// d = 0.05, 64.3 / 60.6 vs 67.5 / 66.1 at 0.1, 118.3 / 116.3 vs 142.6 / 142.9 at 0.25; b = 64
+/// even at 0.05 (59.6 / 55.6 vs 58.7 / 56.9), 80.5 / 78.9 vs 88.1 / 87.9 at 0.1; at 768 → 3072
+/// (768 tiles) b = 64 27.7 vs 37.5 already at d = 0.05, b = 128 ahead at 0.05 and from 0.25 (even
+/// at 0.1, 3 blocks per column at 0.5: 47.0 vs 48.0). So with at least kGroupedMinWaves tiles per
+/// SM: from d = 0.04 for b = 64 and 128 (before the TMA epilogue: 0.075 and 0.2 with 6 blocks per
+/// column). With fewer tiles: at 2048 × 4096 → 4096 (256 tiles, 1.9 per SM) grouped ahead at d = 0.25
+/// (b = 128 35.3 vs 39.2, b = 64 45.9 vs 52.6; one column ahead at 0.05-0.1: threshold 0.2 between
+/// them), at 192 tiles (1.45 per SM: BERT-base 3072 → 768 forward) the one-column kernel ahead at
+/// every density.
+/// b = 32: one column below d = 0.4 (the dense path takes over from 0.35 at these shapes).
+/// tf32 (session 9, H200, dynamic tiles, register epilogue): 156 vs 128, 184 vs 151, 272 vs 271,
+/// 443 vs 500 µs at b = 128, d = 0.05 / 0.1 / 0.25 / 0.5; b = 64 162 vs 126, 209 vs 166, 353 vs
+/// 360, 554 vs 698: from 0.3 (b = 128, with 6 blocks per column: the grouped kernel does not
+/// overlap its epilogue, which short columns expose) and 0.2 (b = 64), with kGroupedMinWaves tiles
+/// per SM (BERT-base at 8192 rows: 192 tiles for 132 SMs, no faster).
+constexpr double kGroupedMinDensity16 = 0.04, kGroupedMinDensity32 = 0.4, kGroupedMinDensityFewTiles = 0.2;
+constexpr double kGroupedMinDensityTf32 = 0.2, kGroupedMinDensityTf32_128 = 0.3;
+constexpr double kGroupedMinWaves = 4.0, kGroupedMinWavesFew = 1.9;
+constexpr double kGroupedMinBlocksPerColTf32_128 = 6.0;
 
 bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, std::int64_t k_blocks,
                  std::int64_t m, int sms) {
@@ -519,11 +516,16 @@ bool use_grouped(int b, bool tf32, std::int64_t nnz, std::int64_t n_block_cols, 
   const double cells = double(n_block_cols) * double(k_blocks);
   const double density = cells > 0 ? double(nnz) / cells : 0.0;
   const double tiles = double((m + 255) / 256) * double((n_block_cols * b + 127) / 128);
-  if (tiles < kGroupedMinWaves * std::max(sms, 1)) return false;
-  if (b == 128)
-    return density >= (tf32 ? kGroupedMinDensityTf32_128 : kGroupedMinDensity128) &&
-           double(nnz) >= kGroupedMinBlocksPerCol128 * double(n_block_cols);
-  return density >= (tf32 ? kGroupedMinDensityTf32 : b == 64 ? kGroupedMinDensity64 : kGroupedMinDensity32);
+  const double waves = tiles / double(std::max(sms, 1));
+  if (tf32) {
+    if (waves < kGroupedMinWaves) return false;
+    if (b == 128)
+      return density >= kGroupedMinDensityTf32_128 && double(nnz) >= kGroupedMinBlocksPerColTf32_128 * double(n_block_cols);
+    return density >= kGroupedMinDensityTf32;
+  }
+  if (b == 32) return waves >= kGroupedMinWaves && density >= kGroupedMinDensity32;
+  if (waves >= kGroupedMinWaves) return density >= kGroupedMinDensity16;
+  return waves >= kGroupedMinWavesFew && density >= kGroupedMinDensityFewTiles;
 }
 
 template <sm90::Elem kE>

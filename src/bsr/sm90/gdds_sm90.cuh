@@ -34,6 +34,9 @@
 // consumer w owns rows 128·w..128·w+127 and kG accumulators of 128 × b (128 fp32 registers per
 // thread in all). A step's mask carries a "last" bit, so the consumers need no count; a tile whose
 // block columns are all empty gets one step with an empty mask (no load, its output is the bias).
+#include <cstdlib>
+#include <cstring>
+
 #include "common.cuh"
 #include "dds_sm90.cuh"
 
@@ -80,9 +83,19 @@ struct GddsConfig {
       AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kG * kStages>{}),
       std::conditional_t<kBKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>{}));
 
+  // 16-bit output: each consumer stages its 128 rows of the tile in shared memory, 64 columns at a
+  // time (16 KB, 128-byte swizzle), and a TMA store writes them out while the consumer goes on to
+  // the next tile's MMAs (fp32 output, tf32: stored from registers, store_tile; 32 KB per half
+  // would not fit next to the stages).
+  static constexpr bool kTmaStore = kElemBytes == 2;
+  static constexpr int kCCols = 64;  // columns per staged half (one 128-byte swizzle line)
+  using SmemLayoutC = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{},
+                                             make_shape(Int<kWgM>{}, Int<kCCols>{}, Int<2>{})));
+
   struct Shared {
     alignas(1024) T a[cosize_v<SmemLayoutA>];
     alignas(1024) T b[cosize_v<SmemLayoutB>];
+    alignas(1024) T c[kTmaStore ? cosize_v<SmemLayoutC> : 1];  // slot w: consumer w's staged half
     cutlass::arch::ClusterTransactionBarrier full[kStages];  // loads landed (1 arrival + bytes)
     cutlass::arch::ClusterBarrier empty[kStages];            // both consumers done (256 arrivals)
     std::uint32_t mask[kStages];                             // blocks present in the stage (+ kLast, kStop)
@@ -90,7 +103,19 @@ struct GddsConfig {
     TileOrder order;
   };
   static constexpr std::size_t kSmemBytes = sizeof(Shared);
+  static_assert(kSmemBytes <= 227 * 1024, "grouped dds: shared memory over a Hopper CTA's 227 KB");
 };
+
+/// C (m × n, row-major, ldc) as the TMA store's global view.
+template <class Cfg>
+auto gdds_c_view(void* c, int m, int n, std::int64_t ldc) {
+  using T = typename Cfg::T;
+  return make_tensor(make_gmem_ptr(static_cast<T*>(c)), make_shape(m, n), make_stride(ldc, Int<1>{}));
+}
+template <class Cfg>
+using GddsTmaC = decltype(make_tma_atom(SM90_TMA_STORE{}, gdds_c_view<Cfg>(nullptr, 1, 1, 8),
+                                        typename Cfg::SmemLayoutC{}(_, _, 0),
+                                        make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kCCols>{})));
 
 /// One block column's sorted index list as the producer warp sees it: a window of its next 32
 /// entries spread over the lanes (lane l holds entry pos + l: k block and value index; k = INT_MAX
@@ -125,10 +150,10 @@ struct ListWindow {
   }
 };
 
-template <class Cfg, bool kBKMajor, class TA, class TB>
+template <class Cfg, bool kBKMajor, class TA, class TB, class TC>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
-    gdds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, DdsArgs p, int a_rows,
-                int a_cols, int nnz) {
+    gdds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, const __grid_constant__ TC tma_c,
+                DdsArgs p, int a_rows, int a_cols, int nnz, bool tma_store) {
 #if defined(SPARSEKERN_SM90A_DEVICE)
   using T = typename Cfg::T;
   using State = cutlass::PipelineState<Cfg::kStages>;
@@ -275,6 +300,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     Tensor tCcC = thr.partition_C(make_identity_tensor(Shape<Int<kWgM>, Int<kBN>>{}));
     T* c = static_cast<T*>(p.c);
     const T* bias = static_cast<const T*>(p.bias);
+    Tensor sC = make_tensor(make_smem_ptr(S.c), typename Cfg::SmemLayoutC{});  // (kWgM, 64, 2)
+    auto tma_c_views = [&] {
+      if constexpr (Cfg::kTmaStore) {
+        Tensor mC = tma_c.get_tma_tensor(make_shape(a_rows, p.n_cols * kBN));
+        Tensor gC = local_tile(mC, make_shape(Int<kWgM>{}, Int<Cfg::kCCols>{}), make_coord(_, _));  // (M,N,mt,nt)
+        return tma_partition(tma_c, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sC), group_modes<0, 2>(gC));
+      } else {
+        return cute::make_tuple(0, 0);
+      }
+    };
+    auto [tCgC, tCsC] = tma_c_views();
+    (void)c;
+    (void)tCgC;
+    (void)tCsC;
 
     State state;  // stage 0, phase 0
     while (true) {
@@ -337,16 +376,77 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int j = 0; j < kG; ++j) warpgroup_fence_operand(acc[j]);
 
       const std::int64_t row0 = std::int64_t(mt) * (2 * kWgM) + w * kWgM;
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) {
-        const int col = g * kG + j;
-        if (col < p.n_cols) store_tile<kBN>(acc[j], tCcC, c, p.ldc, p.m, row0, std::int64_t(col) * kBN, bias, lane);
+      if (Cfg::kTmaStore && tma_store) {
+        // Through shared memory: per half h (tile columns 64h … 64h + 63), wait until this
+        // consumer's previous store has read its slot, write the rounded sums (+ bias) as pairs
+        // (the swizzle keeps a pair in one 16-byte chunk and a warp's 8 rows in 8 chunks: no bank
+        // conflicts), make them visible to the async proxy, and let one thread issue the store.
+        // TMA clips rows past m and columns past n (a group's absent last columns).
+        const int tid = int(threadIdx.x) % 128;
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          if (tid == 0) tma_store_wait<0>();
+          cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
+          CUTE_UNROLL
+          for (int j = 0; j < kG; ++j) {
+            const int col = g * kG + j;  // block column of acc[j]
+            CUTE_UNROLL
+            for (int gq = 0; gq < kBN / 8; ++gq) {
+              if ((j * kBN + 8 * gq) / Cfg::kCCols != h) continue;  // compile-time
+              const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // column in acc[j]
+              const int tc = j * kBN + cc - h * Cfg::kCCols;                         // column in the half
+              float2 bv = make_float2(0.f, 0.f);
+              if (bias != nullptr && col < p.n_cols) {
+                const std::int64_t bc = std::int64_t(col) * kBN + cc;
+                bv = make_float2(float(bias[bc]), float(bias[bc + 1]));
+              }
+              CUTE_UNROLL
+              for (int mm = 0; mm < size<1>(acc[j]); ++mm) {
+                CUTE_UNROLL
+                for (int r2 = 0; r2 < 2; ++r2) {
+                  const auto i0 = make_coord(make_coord(0, r2, gq), mm, 0);
+                  const auto i1 = make_coord(make_coord(1, r2, gq), mm, 0);
+                  const int r = get<0>(tCcC(i0));
+                  st_shared_u32(reinterpret_cast<std::uint32_t*>(&sC(r, tc, w)),
+                                pack_pair<T>(acc[j](i0) + bv.x, acc[j](i1) + bv.y));
+                }
+              }
+            }
+          }
+          cutlass::arch::fence_view_async_shared();
+          cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
+          if constexpr (Cfg::kTmaStore) {
+            if (tid == 0) {
+              copy(tma_c, tCsC(_, w), tCgC(_, 2 * mt + w, 2 * g + h));
+              tma_store_arrive();
+            }
+          }
+        }
+      } else {
+        CUTE_UNROLL
+        for (int j = 0; j < kG; ++j) {
+          const int col = g * kG + j;
+          if (col < p.n_cols) store_tile<kBN>(acc[j], tCcC, c, p.ldc, p.m, row0, std::int64_t(col) * kBN, bias, lane);
+        }
       }
     }
+    // The last stores must have read shared memory before the CTA exits.
+    if (Cfg::kTmaStore && tma_store && int(threadIdx.x) % 128 == 0) tma_store_wait<0>();
   }
 #else
   __trap();  // never launched without sm_90a code (see dds_kernel)
 #endif
+}
+
+/// SPARSEKERN_BSR_TMA_STORE (read once per process): 0 makes the 16-bit grouped dds store from
+/// registers (store_tile) as before the shared-memory + TMA epilogue, for comparisons; auto / 1
+/// (the default) store through TMA wherever C's layout admits a TMA descriptor.
+inline bool gdds_tma_store_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_TMA_STORE");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 template <Elem kElem, int kBlock, bool kBKMajor>
@@ -359,12 +459,24 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * ((n_block_cols + Cfg::kG - 1) / Cfg::kG);
   // Below 2³¹ − #SMs: the producer's static tile numbers and the counter stay below 2³¹.
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 30), "bsr (sm90 grouped dds): too many tiles");
-  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>;
+  using TC = std::conditional_t<Cfg::kTmaStore, GddsTmaC<Cfg>, int>;
+  TC tma_c{};
+  bool tma_store = false;  // else the register epilogue (also where C admits no TMA descriptor)
+  if constexpr (Cfg::kTmaStore) {
+    const int n = n_block_cols * kBlock;
+    tma_store = gdds_tma_store_enabled() &&
+                tma_encodable<typename Cfg::T>(p.c, std::uint64_t(n), std::uint64_t(p.m),
+                                               std::uint64_t(p.ldc) * sizeof(typename Cfg::T), Cfg::kCCols, Cfg::kWgM);
+    if (tma_store)
+      tma_c = make_tma_atom(SM90_TMA_STORE{}, gdds_c_view<Cfg>(p.c, int(p.m), n, p.ldc),
+                            typename Cfg::SmemLayoutC{}(_, _, 0), make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kCCols>{}));
+  }
+  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>, TC>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
   set_schedule(args, p, n_tiles, grid, stream);  // one tile-taking producer per CTA
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(
-      tmas->first, tmas->second, args, int(p.m), int(p.a_cols), int(p.nnz));
+      tmas->first, tmas->second, tma_c, args, int(p.m), int(p.a_cols), int(p.nnz), tma_store);
   SK_CUDA_CHECK_LAUNCH();
   return true;
 }
