@@ -591,14 +591,18 @@ def test_tf32_copies_fall_back_when_the_workspace_cannot_be_allocated(monkeypatc
                                  dict(SPARSEKERN_BSR_GROUPED="0", SPARSEKERN_BSR_SCHEDULE="heavy"),
                                  dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_SCHEDULE="static"),
                                  dict(SPARSEKERN_BSR_GROUPED="0", SPARSEKERN_BSR_SCHEDULE="static"),
-                                 dict(SPARSEKERN_BSR_SCHEDULE="dynamic")],
-                         ids=["grouped-heavy", "one-column-heavy", "grouped-static", "one-column-static", "dynamic"])
+                                 dict(SPARSEKERN_BSR_SCHEDULE="dynamic"),
+                                 dict(SPARSEKERN_BSR_GROUPED="1", SPARSEKERN_BSR_TMA_STORE="0")],
+                         ids=["grouped-heavy", "one-column-heavy", "grouped-static", "one-column-static", "dynamic",
+                              "grouped-register-epilogue"])
 def test_dds_grouped_edges_each_kernel(env):
     """SPARSEKERN_BSR_GROUPED=1 / 0 (read once per process) forces the grouped sm_90a kernel or the
     one-block-column one for blocks of 32/64/128 (by default the choice depends on the density), and
     SPARSEKERN_BSR_SCHEDULE the tile schedule (heavy: dynamic tiles, heaviest columns first, which
     the default picks for large problems only; static: round-robin, the default's choice at these
-    sizes; dynamic: rotated order): the edge cases through each, in a fresh process."""
+    sizes; dynamic: rotated order), and SPARSEKERN_BSR_TMA_STORE=0 the grouped kernel's register
+    epilogue instead of its shared-memory + TMA one: the edge cases through each, in a fresh
+    process."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     code = (
