@@ -23,7 +23,9 @@
 // (256 + 128) · kBK per 2 · 256 · 128 · kBK (85 FLOP per byte): at the ~9 TB/s that the one-column
 // kernels sustained out of L2, a ceiling of ~770 instead of ~580 TFLOP/s. The price: no
 // ping-pong, so the epilogue of a tile does not overlap the next tile's MMAs (it matters when a
-// column has few blocks).
+// column has few blocks). With 16-bit output the consumers only write the tile into shared memory
+// and a TMA store drains it while they run the next tile's MMAs (see the epilogue below); fp32
+// output is still stored from registers.
 //
 // Structure (shared with dds_sm90.cuh: persistent CTAs, TMA + mbarrier pipeline, wgmma from
 // swizzled shared memory): one producer warp merges the kG sorted index lists of the tile's block
