@@ -479,8 +479,8 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 /// than the one-block-column kernel. The grouped tile loads each A tile once for every block column
 /// of its group that has a block there, which pays when those columns share k blocks, i.e. at
 /// higher density; at low density the union adds steps with a single block. For b = 128 the tile
-/// is one block column of 256 rows (each block slice feeds 256 rows instead of 128). SPARSEKERN_BSR_GROUPED=1 / 0 forces
-/// either kernel (read once per process).
+/// is one block column of 256 rows (each block slice feeds 256 rows instead of 128).
+/// SPARSEKERN_BSR_GROUPED=1 / 0 forces either kernel (read once per process).
 ///
 /// 16-bit (session 15, H100, kernel µs, grouped kernel with its shared-memory + TMA epilogue vs one
 /// column, forward / input gradient; tools/diag/bsr_epilogue.py, benchmarks/results/bsr-epilogue-
