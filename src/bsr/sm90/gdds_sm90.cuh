@@ -152,10 +152,33 @@ struct ListWindow {
   }
 };
 
-template <class Cfg, bool kBKMajor, class TA, class TB, class TC>
+/// Where a CTA's time goes, for tools/diag/gdds_trace.cu only (kernels instantiated with kTrace;
+/// the library's never are, and their code does not change). Per CTA: kHead words (globaltimer
+/// and clock64 at the start, clock64 and globaltimer when consumer 0 leaves), then kFields words
+/// per tile for its first kTiles tiles, clock64 values of the CTA's SM (fields below).
+struct GddsTrace {
+  static constexpr int kHead = 4, kTiles = 64, kFields = 16;
+  static constexpr int kPerCta = kHead + kTiles * kFields;
+  // Producer (lane 0 of warp 0): tile claimed from, index windows read by (the first chunk's mask
+  // known), first step's loads issued by, cycles spent waiting on empty stages, steps, tile.
+  static constexpr int kClaim = 0, kListed = 1, kIssued = 2, kEmptyWait = 3, kSteps = 4, kTile = 5;
+  // Consumer 0 (thread 128): starts waiting for the tile's first stage, has it, cycles spent in
+  // the later full waits, its MMAs done, its epilogue done.
+  static constexpr int kWait = 6, kFirst = 7, kFullWait = 8, kMmaDone = 9, kEpiDone = 10;
+  // Its TMA-store epilogue, per half h: slot free and the consumer's threads synchronised, then
+  // the half written and its store issued.
+  static constexpr int kEpiFree = 11, kEpiIssued = 13;  // + h
+};
+
+__device__ __forceinline__ std::uint64_t global_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+template <class Cfg, bool kBKMajor, class TA, class TB, class TC, bool kTrace = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     gdds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, const __grid_constant__ TC tma_c,
-                DdsArgs p, int a_rows, int a_cols, int nnz, bool tma_store) {
+                DdsArgs p, int a_rows, int a_cols, int nnz, bool tma_store, std::uint64_t* trace) {
 #if defined(SPARSEKERN_SM90A_DEVICE)
   using T = typename Cfg::T;
   using State = cutlass::PipelineState<Cfg::kStages>;
@@ -182,6 +205,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int a_halves = (a_rows + kWgM - 1) / kWgM;  // 128-row halves of A that hold any row
   const bool heavy = heavy_first(p, n_groups);  // CTA-uniform
   if (heavy) heavy_first_order(p.offsets, p.n_cols, kG, n_groups, S.order);
+  std::uint64_t* tr = nullptr;  // this CTA's trace (kTrace only)
+  if constexpr (kTrace) {
+    tr = trace + std::int64_t(blockIdx.x) * GddsTrace::kPerCta;
+    if (threadIdx.x == 0) tr[0] = global_ns(), tr[1] = clock64();
+  }
+  // The tile record of iteration `it` (null past kTiles or without kTrace).
+  auto rec = [&](int it) -> std::uint64_t* {
+    if constexpr (kTrace) return it < GddsTrace::kTiles ? tr + GddsTrace::kHead + it * GddsTrace::kFields : nullptr;
+    else return nullptr;
+  };
 
   if (wg == 0) {
     // 72 + 2 · 216 per thread triple: the consumers' increase (2 · 128 · 48) must equal what the
@@ -197,6 +230,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
     for (int it = 0;; ++it) {
+      std::uint64_t* trec = rec(it);
+      std::uint64_t empty_wait = 0, n_steps = 0;
+      bool issued = false, listed = false;
+      if constexpr (kTrace) if (trec && lane == 0) trec[GddsTrace::kClaim] = clock64();
       const int v = next_tile(p.counter, blockIdx.x + it * int(gridDim.x), lane);
       if (v >= n_tiles) {  // no tile left: one stage without loads whose mask stops the consumers
         wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), -1);
@@ -246,6 +283,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
         std::uint32_t rem = empty_tile ? 1u : __ballot_sync(0xffffffffu, my_mask != 0);
+        if constexpr (kTrace) {
+          if (trec && lane == 0 && !listed) trec[GddsTrace::kListed] = clock64();
+          listed = true;
+        }
         const int steps = empty_tile ? 1 : kKSteps;  // k steps per union step
         while (rem != 0) {
           const int l = __ffs(rem) - 1;  // the step of k block k0 + l, issued by lane l
@@ -253,7 +294,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           const bool last_step = done && rem == 0;
           const int n_blocks = __popc(my_mask);
           for (int kk = 0; kk < steps; ++kk) {
+            std::uint64_t t0 = 0;
+            if constexpr (kTrace) t0 = clock64();
             wait_barrier(S.empty[state.index()], state.phase(), "empty", state.index(), tile);
+            if constexpr (kTrace) empty_wait += clock64() - t0, ++n_steps;
             if (lane == l) {
               const int s = state.index();
               // A volatile asm store: it stays above the arrive below (CUTLASS's barrier asm has
@@ -280,10 +324,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               }
             }
             __syncwarp();
+            if constexpr (kTrace) {
+              if (trec && lane == 0 && !issued) trec[GddsTrace::kIssued] = clock64();
+              issued = true;
+            }
             ++state;
           }
         }
         if (done) break;
+      }
+      if constexpr (kTrace) {
+        if (trec && lane == 0) {
+          trec[GddsTrace::kEmptyWait] = empty_wait;
+          trec[GddsTrace::kSteps] = n_steps;
+          trec[GddsTrace::kTile] = std::uint64_t(tile);
+        }
       }
     }
     // Retire only after the consumers released every stage (no TMA write may land after exit).
@@ -318,9 +373,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     (void)tCsC;
 
     State state;  // stage 0, phase 0
-    while (true) {
+    const bool tracer = kTrace && threadIdx.x == 128;  // consumer 0's first thread records
+    for (int it = 0;; ++it) {
+      std::uint64_t* trec = tracer ? rec(it) : nullptr;
+      std::uint64_t full_wait = 0;
+      if constexpr (kTrace) if (trec) trec[GddsTrace::kWait] = clock64();
       // The tile comes with its first stage (the step loop below waits on that stage again: it passes).
       wait_barrier(S.full[state.index()], state.phase(), "full", state.index(), -1);
+      if constexpr (kTrace) if (trec) trec[GddsTrace::kFirst] = clock64();
       if (ld_shared_u32(&S.mask[state.index()]) & Cfg::kStop) {
         S.empty[state.index()].arrive();
         break;
@@ -336,7 +396,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       State prev = state;
       bool have_prev = false;
       while (true) {
+        std::uint64_t t0 = 0;
+        if constexpr (kTrace) t0 = clock64();
         wait_barrier(S.full[state.index()], state.phase(), "full", state.index(), tile);
+        if constexpr (kTrace) full_wait += clock64() - t0;
         const int s = state.index();
         const std::uint32_t mask = ld_shared_u32(&S.mask[s]);  // volatile asm: after the wait
         if constexpr (kG == 1) {
@@ -376,6 +439,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       S.empty[prev.index()].arrive();
       CUTE_UNROLL
       for (int j = 0; j < kG; ++j) warpgroup_fence_operand(acc[j]);
+      if constexpr (kTrace) if (trec) trec[GddsTrace::kMmaDone] = clock64(), trec[GddsTrace::kFullWait] = full_wait;
 
       const std::int64_t row0 = std::int64_t(mt) * (2 * kWgM) + w * kWgM;
       if (Cfg::kTmaStore && tma_store) {
@@ -389,6 +453,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (int h = 0; h < 2; ++h) {
           if (tid == 0) tma_store_wait<0>();
           cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
+          if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiFree + h] = clock64();
           CUTE_UNROLL
           for (int j = 0; j < kG; ++j) {
             const int col = g * kG + j;  // block column of acc[j]
@@ -423,6 +488,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               tma_store_arrive();
             }
           }
+          if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiIssued + h] = clock64();
         }
       } else {
         CUTE_UNROLL
@@ -431,7 +497,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (col < p.n_cols) store_tile<kBN>(acc[j], tCcC, c, p.ldc, p.m, row0, std::int64_t(col) * kBN, bias, lane);
         }
       }
+      if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiDone] = clock64();
     }
+    if constexpr (kTrace) if (tracer) tr[2] = clock64(), tr[3] = global_ns();
     // The last stores must have read shared memory before the CTA exits.
     if (Cfg::kTmaStore && tma_store && int(threadIdx.x) % 128 == 0) tma_store_wait<0>();
   }
@@ -451,11 +519,13 @@ inline bool gdds_tma_store_enabled() {
   return on;
 }
 
-template <Elem kElem, int kBlock, bool kBKMajor>
-bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
+/// gdds_launch, and with kTrace the traced kernel writing GddsTrace records into `trace`
+/// (grid · GddsTrace::kPerCta words; tools/diag/gdds_trace.cu). Returns the grid (0: not launched).
+template <Elem kElem, int kBlock, bool kBKMajor, bool kTrace>
+int gdds_launch_impl(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream, std::uint64_t* trace) {
   using Cfg = GddsConfig<kElem, kBlock, kBKMajor>;
   const auto tmas = dds_tmas<Cfg, kBKMajor>(p, "bsr (sm90 grouped dds)");
-  if (!tmas) return false;
+  if (!tmas) return 0;
   DdsArgs args{p.c, p.ldc, p.bias, p.offsets, p.indices, p.value_index, p.m,
                int((p.m + 2 * Cfg::kWgM - 1) / (2 * Cfg::kWgM)), n_block_cols, nullptr, kStatic};
   const std::int64_t n_tiles = std::int64_t(args.m_tiles) * ((n_block_cols + Cfg::kG - 1) / Cfg::kG);
@@ -473,14 +543,19 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
       tma_c = make_tma_atom(SM90_TMA_STORE{}, gdds_c_view<Cfg>(p.c, int(p.m), n, p.ldc),
                             typename Cfg::SmemLayoutC{}(_, _, 0), make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kCCols>{}));
   }
-  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>, TC>;
+  constexpr auto kernel = gdds_kernel<Cfg, kBKMajor, DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>, TC, kTrace>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
   set_schedule(args, p, n_tiles, grid, stream);  // one tile-taking producer per CTA
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(
-      tmas->first, tmas->second, tma_c, args, int(p.m), int(p.a_cols), int(p.nnz), tma_store);
+      tmas->first, tmas->second, tma_c, args, int(p.m), int(p.a_cols), int(p.nnz), tma_store, trace);
   SK_CUDA_CHECK_LAUNCH();
-  return true;
+  return grid;
+}
+
+template <Elem kElem, int kBlock, bool kBKMajor>
+bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* stream) {
+  return gdds_launch_impl<kElem, kBlock, kBKMajor, false>(p, n_block_cols, num_sms, stream, nullptr) > 0;
 }
 
 }  // namespace sparsekern::bsr::sm90
