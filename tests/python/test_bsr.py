@@ -227,6 +227,32 @@ def test_dds_many_columns(block, n_cols):
         assert rel_error(out, ref) <= tol(dtype, torch.device("cuda"))
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", [32, 64, 128])
+def test_dds_panels_and_bias_offset(block):
+    """2300 rows (nine 256-row panels, the last ragged: under the heavy-first schedule, which hands
+    the grouped kernel's tiles out in chunks of four panels ordered by column weight, two whole
+    chunks and a partial one), skewed column weights with empty columns, and a bias that starts at
+    an odd element (its pairs then cannot be read as 32-bit words) next to an aligned one; checked
+    per block column against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    kb, nb, m = 12, 1024 // block, 2300
+    g = torch.Generator().manual_seed(block)
+    mask = torch.rand(kb, nb, generator=g) < (torch.arange(nb) % 5) / 10.0  # column j: ~(j mod 5)/10 full
+    for dtype in (torch.float16, torch.bfloat16):
+        s = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
+        s = s.with_values(randn(*s.values.shape, dtype=dtype)).to("cuda")
+        x = randn(m, kb * block, dtype=dtype, device="cuda")
+        n = nb * block
+        for bias in (randn(n, dtype=dtype, device="cuda"), randn(n + 1, dtype=dtype, device="cuda")[1:]):
+            out = bsr.dds(x, s, bias)
+            ref = x.double() @ dense64(s) + bias.double()
+            for j in range(nb):
+                cols = slice(j * block, (j + 1) * block)
+                assert rel_error(out[:, cols], ref[:, cols]) <= tol(dtype, torch.device("cuda")), (dtype, j)
+
+
 def test_dds_workspace_checked():
     """DdsParams::workspace, when given, must hold bsr_dds_workspace_bytes() bytes, 4-byte aligned."""
     s = make_matrix(64, 64, 32, 0.5, torch.float32, torch.device("cpu"))
@@ -619,6 +645,8 @@ def test_dds_grouped_edges_each_kernel(env):
         "for b in (32, 128):\n"
         "    for n in (40, 257, 600):\n"
         "        t.test_dds_many_columns(b, n)\n"
+        "for b in (32, 64, 128):\n"
+        "    t.test_dds_panels_and_bias_offset(b)\n"
         "print('ok')\n" % str(__import__("pathlib").Path(__file__).parent))
     out = run_python(code, timeout=300, **env)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]

@@ -57,6 +57,7 @@ int launch(const sparsekern::bsr::tc::TcParams& p, int nb, int sms, cudaStream_t
 }
 
 int launch_b(int b, const sparsekern::bsr::tc::TcParams& p, int nb, int sms, cudaStream_t st, std::uint64_t* trace) {
+  if (b == 32) return launch<32>(p, nb, sms, st, trace);
   if (b == 64) return launch<64>(p, nb, sms, st, trace);
   return launch<128>(p, nb, sms, st, trace);
 }
@@ -71,8 +72,8 @@ int main(int argc, char** argv) {
   const double density = argc > 5 ? std::atof(argv[5]) : 0.1;
   const int schedule = argc > 6 ? std::atoi(argv[6]) : 2;
   const int reps = argc > 7 ? std::atoi(argv[7]) : 20;
-  if ((b != 64 && b != 128) || k % b || n % b) {
-    std::fprintf(stderr, "block 64 or 128 dividing k and n\n");
+  if ((b != 32 && b != 64 && b != 128) || k % b || n % b) {
+    std::fprintf(stderr, "block 32, 64 or 128 dividing k and n\n");
     return 1;
   }
   const int kb = k / b, nb = n / b;
@@ -257,6 +258,12 @@ int main(int argc, char** argv) {
     std::printf("tile period = %.0f ns + %.0f ns per k step (mean steps %.2f, mean period %.0f ns)\n", icpt, slope,
                 sx / nn, sy / nn);
   }
+  double ghz = 0;  // the SMs' mean clock over consumer 0's run (clock64 cycles per globaltimer ns)
+  for (int c = 0; c < grid; ++c) {
+    const std::uint64_t* h = &tr[std::size_t(c) * GddsTrace::kPerCta];
+    ghz += double(h[2] - h[1]) / double(h[3] - h[0]) / grid;
+  }
+  std::printf("SM clock %.3f GHz (traced run)\n", ghz);
   std::sort(ends.begin(), ends.end());
   std::sort(starts.begin(), starts.end());
   std::printf("CTA starts (ns after the first): median %.0f max %.0f; ends: min %.0f median %.0f max %.0f\n",

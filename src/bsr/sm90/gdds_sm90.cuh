@@ -119,6 +119,31 @@ using GddsTmaC = decltype(make_tma_atom(SM90_TMA_STORE{}, gdds_c_view<Cfg>(nullp
                                         typename Cfg::SmemLayoutC{}(_, _, 0),
                                         make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kCCols>{})));
 
+/// Row panels per chunk of the heaviest-first schedule (gdds_schedule_coords). Measured with 8 too:
+/// equal at b = 128, 12% slower at b = 64, d = 0.1 (8192 × 4096 → 4096, H100).
+constexpr int kPanelChunk = 4;
+
+/// Handed-out tile v → (group g, row panel mt). Heaviest first (`heavy`): in chunks of
+/// kPanelChunk row panels, a chunk's tiles in the order of their group's weight (heaviest first),
+/// a group's panels in a row. Every row panel has the same weights (the groups'), so the last tiles
+/// handed out are the lightest of a whole chunk, not of one panel: with one panel at a time the
+/// last CTA finished 6-10 µs after the median one, with chunks of four 2-3 µs (8192 × 4096 → 4096,
+/// b = 64 and 128, H100), while a chunk's A rows (kPanelChunk × 256 rows) stay in L2. Otherwise the
+/// rotated order of tile_coords.
+__device__ __forceinline__ void gdds_schedule_coords(int v, int n, int m_tiles, bool heavy, const TileOrder& order,
+                                                     int& g, int& mt) {
+  if (!heavy) {
+    tile_coords(v, n, g, mt);
+    return;
+  }
+  const int c = v / (kPanelChunk * n);
+  const int p0 = c * kPanelChunk;
+  const int q = min(kPanelChunk, m_tiles - p0);  // panels in this chunk
+  const int r = v - c * kPanelChunk * n;         // rank in the chunk, < q · n
+  g = order.order[r / q];
+  mt = p0 + r % q;
+}
+
 /// One block column's sorted index list as the producer warp sees it: a window of its next 32
 /// entries spread over the lanes (lane l holds entry pos + l: k block and value index; k = INT_MAX
 /// past the end). pos and end are warp-uniform.
@@ -246,7 +271,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         break;
       }
       int g, mt;
-      schedule_coords(v, n_groups, heavy, S.order, g, mt);
+      gdds_schedule_coords(v, n_groups, p.m_tiles, heavy, S.order, g, mt);
       const int tile = mt * n_groups + g;  // what the consumers decode
       const bool second_half = 2 * mt + 1 < a_halves;  // rows 128..255 of the tile exist
       ListWindow lists[kG];
@@ -387,6 +412,33 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
       const int tile = int(ld_shared_u32(&S.tile[state.index()]));
       const int mt = tile / n_groups, g = tile - mt * n_groups;
+      // The tile's bias pairs for the TMA epilogue (16 words per thread), loaded early so that
+      // their latency overlaps the tile's wgmmas: loaded in the epilogue they cost 0.6-1 µs per
+      // tile (H100). With one block column per tile they are loaded as the tile starts (1-3%
+      // faster than before its last wait, 8192 × 4096 → 4096, b = 128); with two or more, before
+      // the last wait (loading them at the start was 3% slower at b = 64, d = 0.1).
+      std::uint32_t bias_words[Cfg::kTmaStore ? kG * (kBN / 8) : 1];
+      auto load_bias = [&] {
+        if constexpr (Cfg::kTmaStore) {
+          const bool pairs32 = (reinterpret_cast<std::uintptr_t>(bias) & 3u) == 0;  // CTA-uniform
+          CUTE_UNROLL
+          for (int j = 0; j < kG; ++j) {
+            const int col = g * kG + j;
+            CUTE_UNROLL
+            for (int gq = 0; gq < kBN / 8; ++gq) {
+              std::uint32_t bw = 0;
+              if (tma_store && bias != nullptr && col < p.n_cols) {
+                const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // even
+                const auto* b16 = reinterpret_cast<const std::uint16_t*>(bias) + std::int64_t(col) * kBN + cc;
+                bw = pairs32 ? *reinterpret_cast<const std::uint32_t*>(b16)
+                             : std::uint32_t(b16[0]) | std::uint32_t(b16[1]) << 16;
+              }
+              bias_words[j * (kBN / 8) + gq] = bw;
+            }
+          }
+        }
+      };
+      if constexpr (kG == 1) load_bias();
       CUTE_UNROLL
       for (int j = 0; j < kG; ++j) {
         clear(acc[j]);
@@ -435,6 +487,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         ++state;
         if (mask & Cfg::kLast) break;
       }
+      if constexpr (kG > 1) load_bias();
       warpgroup_wait<0>();
       S.empty[prev.index()].arrive();
       CUTE_UNROLL
@@ -456,17 +509,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiFree + h] = clock64();
           CUTE_UNROLL
           for (int j = 0; j < kG; ++j) {
-            const int col = g * kG + j;  // block column of acc[j]
             CUTE_UNROLL
             for (int gq = 0; gq < kBN / 8; ++gq) {
               if ((j * kBN + 8 * gq) / Cfg::kCCols != h) continue;  // compile-time
               const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // column in acc[j]
               const int tc = j * kBN + cc - h * Cfg::kCCols;                         // column in the half
-              float2 bv = make_float2(0.f, 0.f);
-              if (bias != nullptr && col < p.n_cols) {
-                const std::int64_t bc = std::int64_t(col) * kBN + cc;
-                bv = make_float2(float(bias[bc]), float(bias[bc + 1]));
-              }
+              float2 bv = make_float2(0.f, 0.f);  // the prefetched bias pair (zeros without bias)
+              if constexpr (Cfg::kTmaStore) bv = unpack_pair<T>(bias_words[j * (kBN / 8) + gq]);
               CUTE_UNROLL
               for (int mm = 0; mm < size<1>(acc[j]); ++mm) {
                 CUTE_UNROLL
