@@ -447,6 +447,14 @@ int sdd_dense_mode() {
   return mode;
 }
 
+/// SPARSEKERN_BSR_TMA_STORE (read once per process): auto / 1 (the default) let the 16-bit grouped
+/// sm_90a dds store its tiles through shared memory and TMA wherever C admits a descriptor; 0 stores
+/// them from registers, as before that epilogue (comparisons).
+bool tma_store_enabled() {
+  static const bool on = auto_off_on("SPARSEKERN_BSR_TMA_STORE") != 0;
+  return on;
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
 
 /// The dtype can use tensor cores on this device: fp16/bf16 always, fp32 only with TF32 allowed.
@@ -628,6 +636,7 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
     t.bf16 = p.dtype == DType::bf16;
     t.schedule = schedule();  // sm90::set_schedule resolves it (static: the counter is not used)
     t.tile_counter = p.tile_counter;
+    t.tma_store = tma_store_enabled();
     const int nb = int(p.s.n_blocks), b = int(p.s.block);
     bool bt = p.s.transposed_blocks;
     // tf32 with Bop = S (a linear layer's input gradient): wgmma reads tf32 blocks K-major only, so

@@ -653,6 +653,27 @@ def test_dds_grouped_edges_each_kernel(env):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("var", ["SPARSEKERN_BSR_TMA_STORE", "SPARSEKERN_BSR_SCHEDULE"])
+def test_dds_env_switch_checked(var):
+    """A malformed value of a dds switch read from the environment raises a ValueError naming the
+    variable (in a fresh process: the switches are read once), not a silent default."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    code = (
+        "import torch\n"
+        "from sparsekern import BlockSparseMatrix, bsr\n"
+        "s = BlockSparseMatrix.random((256, 256), 64, 0.5, dtype=torch.bfloat16).to('cuda')\n"
+        "x = torch.randn(300, 256, dtype=torch.bfloat16, device='cuda')\n"
+        "try:\n"
+        "    bsr.dds(x, s)\n"
+        "except ValueError as e:\n"
+        "    print('raised:', e)\n")
+    out = run_python(code, timeout=120, **{var: "sometimes"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "raised:" in out.stdout and var in out.stdout and "sometimes" in out.stdout, out.stdout
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("tm", ["64", "128"])
 def test_sdd_whole_block_tiles_each(tm):
     """SPARSEKERN_BSR_SDD_TM=64 / 128 (read once per process) forces 64-row tiles or whole-block

@@ -36,9 +36,6 @@
 // consumer w owns rows 128·w..128·w+127 and kG accumulators of 128 × b (128 fp32 registers per
 // thread in all). A step's mask carries a "last" bit, so the consumers need no count; a tile whose
 // block columns are all empty gets one step with an empty mask (no load, its output is the bias).
-#include <cstdlib>
-#include <cstring>
-
 #include "common.cuh"
 #include "dds_sm90.cuh"
 
@@ -494,52 +491,54 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int j = 0; j < kG; ++j) warpgroup_fence_operand(acc[j]);
       if constexpr (kTrace) if (trec) trec[GddsTrace::kMmaDone] = clock64(), trec[GddsTrace::kFullWait] = full_wait;
 
-      const std::int64_t row0 = std::int64_t(mt) * (2 * kWgM) + w * kWgM;
-      if (Cfg::kTmaStore && tma_store) {
-        // Through shared memory: per half h (tile columns 64h … 64h + 63), wait until this
-        // consumer's previous store has read its slot, write the rounded sums (+ bias) as pairs
-        // (the swizzle keeps a pair in one 16-byte chunk and a warp's 8 rows in 8 chunks: no bank
-        // conflicts), make them visible to the async proxy, and let one thread issue the store.
-        // TMA clips rows past m and columns past n (a group's absent last columns).
-        const int tid = int(threadIdx.x) % 128;
-        CUTE_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          if (tid == 0) tma_store_wait<0>();
-          cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
-          if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiFree + h] = clock64();
+      bool stored = false;  // by the shared-memory + TMA epilogue
+      if constexpr (Cfg::kTmaStore) {
+        if (tma_store) {
+          // Through shared memory: per half h (tile columns 64h … 64h + 63), wait until this
+          // consumer's previous store has read its slot, write the rounded sums (+ bias) as pairs
+          // (the swizzle keeps a pair in one 16-byte chunk and a warp's 8 rows in 8 chunks: no bank
+          // conflicts), make them visible to the async proxy, and let one thread issue the store.
+          // TMA clips rows past m and columns past n (a group's absent last columns).
+          const int tid = int(threadIdx.x) % 128;
           CUTE_UNROLL
-          for (int j = 0; j < kG; ++j) {
+          for (int h = 0; h < 2; ++h) {
+            if (tid == 0) tma_store_wait<0>();
+            cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
+            if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiFree + h] = clock64();
             CUTE_UNROLL
-            for (int gq = 0; gq < kBN / 8; ++gq) {
-              if ((j * kBN + 8 * gq) / Cfg::kCCols != h) continue;  // compile-time
-              const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // column in acc[j]
-              const int tc = j * kBN + cc - h * Cfg::kCCols;                         // column in the half
-              float2 bv = make_float2(0.f, 0.f);  // the prefetched bias pair (zeros without bias)
-              if constexpr (Cfg::kTmaStore) bv = unpack_pair<T>(bias_words[j * (kBN / 8) + gq]);
+            for (int j = 0; j < kG; ++j) {
               CUTE_UNROLL
-              for (int mm = 0; mm < size<1>(acc[j]); ++mm) {
+              for (int gq = 0; gq < kBN / 8; ++gq) {
+                if ((j * kBN + 8 * gq) / Cfg::kCCols != h) continue;  // compile-time
+                const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // column in acc[j]
+                const int tc = j * kBN + cc - h * Cfg::kCCols;                         // column in the half
+                const float2 bv = unpack_pair<T>(bias_words[j * (kBN / 8) + gq]);  // zeros without bias
                 CUTE_UNROLL
-                for (int r2 = 0; r2 < 2; ++r2) {
-                  const auto i0 = make_coord(make_coord(0, r2, gq), mm, 0);
-                  const auto i1 = make_coord(make_coord(1, r2, gq), mm, 0);
-                  const int r = get<0>(tCcC(i0));
-                  st_shared_u32(reinterpret_cast<std::uint32_t*>(&sC(r, tc, w)),
-                                pack_pair<T>(acc[j](i0) + bv.x, acc[j](i1) + bv.y));
+                for (int mm = 0; mm < size<1>(acc[j]); ++mm) {
+                  CUTE_UNROLL
+                  for (int r2 = 0; r2 < 2; ++r2) {
+                    const auto i0 = make_coord(make_coord(0, r2, gq), mm, 0);
+                    const auto i1 = make_coord(make_coord(1, r2, gq), mm, 0);
+                    const int r = get<0>(tCcC(i0));
+                    st_shared_u32(reinterpret_cast<std::uint32_t*>(&sC(r, tc, w)),
+                                  pack_pair<T>(acc[j](i0) + bv.x, acc[j](i1) + bv.y));
+                  }
                 }
               }
             }
-          }
-          cutlass::arch::fence_view_async_shared();
-          cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
-          if constexpr (Cfg::kTmaStore) {
+            cutlass::arch::fence_view_async_shared();
+            cutlass::arch::NamedBarrier::sync(128, 1 + w);  // ids 9, 10 after CUTLASS's reserved 8
             if (tid == 0) {
               copy(tma_c, tCsC(_, w), tCgC(_, 2 * mt + w, 2 * g + h));
               tma_store_arrive();
             }
+            if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiIssued + h] = clock64();
           }
-          if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiIssued + h] = clock64();
+          stored = true;
         }
-      } else {
+      }
+      if (!stored) {  // from registers: fp32 output, SPARSEKERN_BSR_TMA_STORE=0, or no TMA descriptor for C
+        const std::int64_t row0 = std::int64_t(mt) * (2 * kWgM) + w * kWgM;
         CUTE_UNROLL
         for (int j = 0; j < kG; ++j) {
           const int col = g * kG + j;
@@ -555,17 +554,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #else
   __trap();  // never launched without sm_90a code (see dds_kernel)
 #endif
-}
-
-/// SPARSEKERN_BSR_TMA_STORE (read once per process): 0 makes the 16-bit grouped dds store from
-/// registers (store_tile) as before the shared-memory + TMA epilogue, for comparisons; auto / 1
-/// (the default) store through TMA wherever C's layout admits a TMA descriptor.
-inline bool gdds_tma_store_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SPARSEKERN_BSR_TMA_STORE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
 }
 
 /// gdds_launch, and with kTrace the traced kernel writing GddsTrace records into `trace`
@@ -585,7 +573,7 @@ int gdds_launch_impl(const tc::TcParams& p, int n_block_cols, int num_sms, void*
   bool tma_store = false;  // else the register epilogue (also where C admits no TMA descriptor)
   if constexpr (Cfg::kTmaStore) {
     const int n = n_block_cols * kBlock;
-    tma_store = gdds_tma_store_enabled() &&
+    tma_store = p.tma_store &&
                 tma_encodable<typename Cfg::T>(p.c, std::uint64_t(n), std::uint64_t(p.m),
                                                std::uint64_t(p.ldc) * sizeof(typename Cfg::T), Cfg::kCCols, Cfg::kWgM);
     if (tma_store)

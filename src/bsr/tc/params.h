@@ -46,6 +46,9 @@ struct TcParams {
   // they are handed out (sm90::Schedule).
   int* tile_counter = nullptr;
   int schedule = 0;
+  // dds on sm_90a, 16-bit output of the grouped kernel: store C through shared memory and TMA where
+  // C admits a descriptor (false: from registers; SPARSEKERN_BSR_TMA_STORE=0, for comparisons).
+  bool tma_store = true;
   int k = 0;           ///< sdd: inner dimension
   int block = 0;       ///< b
   bool bf16 = false;   ///< 16-bit kernels: the data is bf16 (else fp16)
