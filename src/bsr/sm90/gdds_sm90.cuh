@@ -82,6 +82,12 @@ struct GddsConfig {
       AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kG * kStages>{}),
       std::conditional_t<kBKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>{}));
 
+  // Block column j's accumulators inside the kernel's one fragment of all kG columns (acc_all):
+  // wgmma's C layout per 64-row atom is ((2, 2, N / 8) values) with the 8-column groups outermost,
+  // so block j's columns are values [j · b / 2, (j + 1) · b / 2) of each atom, atoms kG · b / 2 apart.
+  using AccBlockLayout = Layout<Shape<Shape<_2, _2, Int<kBN / 8>>, Int<kWgM / 64>, _1>,
+                                Stride<Stride<_1, _2, _4>, Int<kG * kBN / 2>, _0>>;
+
   // 16-bit output: each consumer stages its 128 rows of the tile in shared memory, 64 columns at a
   // time (16 KB, 128-byte swizzle), and a TMA store writes them out while the consumer goes on to
   // the next tile's MMAs (fp32 output, tf32: stored from registers, store_tile; 32 KB per half
@@ -197,6 +203,56 @@ __device__ __forceinline__ std::uint64_t global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+
+/// Block column j's accumulators: a view into the fragment of all kG block columns.
+template <class Cfg, class AccAll>
+__device__ __forceinline__ auto gdds_acc_view(AccAll& acc_all, int j) {
+  return make_tensor(acc_all.data() + j * (Cfg::kBN / 2), typename Cfg::AccBlockLayout{});
+}
+
+/// The wgmmas of the compile-time block mask kMask, block column J on (stage s, consumer w).
+template <class Cfg, std::uint32_t kMask, int J, class Mma, class AccAll, class FragA, class FragB>
+__device__ __forceinline__ void gdds_blocks_from(Mma& mma, AccAll& acc_all, const FragA& tCrA, const FragB& tCrB,
+                                                 int s, int w) {
+  if constexpr (J < Cfg::kG) {
+    if constexpr (((kMask >> J) & 1u) != 0) {
+      auto acc = gdds_acc_view<Cfg>(acc_all, J);
+      CUTE_UNROLL
+      for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, Cfg::kG * s + J), acc);
+    }
+    gdds_blocks_from<Cfg, kMask, J + 1>(mma, acc_all, tCrA, tCrB, s, w);
+  }
+}
+
+/// A step's wgmmas for block mask `mask` (kG low bits; 0: none): the runtime mask selects a case
+/// whose blocks are known at compile time, one warpgroup arrive and then the present blocks' wgmmas
+/// with no branch between them. Against a loop over the block columns with a branch, fence and
+/// arrive per present block, kernel µs (bf16, 8192 × 4096 → 4096, H100, tools/diag/s17_run2.sh):
+/// b = 32 378 → 370, 494 → 480, 545 → 524, 630 → 588 at d = 0.25 / 0.4 / 0.5 / 0.75; b = 64 equal
+/// (266 at d = 0.5). An absent block's wgmma is skipped (issuing every block column's wgmma, absent
+/// ones reading a zero block, measured slower in session 5: 0.87 vs 0.81 ms at b = 32, d = 0.5).
+///
+/// Tried and dropped: one wgmma of N = L · b for each run of L adjacent present blocks (their B
+/// slots are back to back in shared memory and the K-major descriptor does not encode N), to read
+/// each A slice once per run instead of once per block. ptxas serialises every wgmma of the kernel
+/// (C7511, "insufficient register resources for the wgmma pipeline") as soon as wgmmas of different
+/// N share accumulator registers; serialised, b = 64 got 3-4% slower and b = 32 2-3% faster than
+/// this at d ≤ 0.5 and 7% slower at d = 0.75 (s17_run1.sh, s17_run2.sh).
+template <class Cfg, std::uint32_t kMask = 1u, class Mma, class AccAll, class FragA, class FragB>
+__device__ __forceinline__ void gdds_issue_blocks(std::uint32_t mask, Mma& mma, AccAll& acc_all, const FragA& tCrA,
+                                                  const FragB& tCrB, int s, int w) {
+  if constexpr (kMask < (1u << Cfg::kG)) {
+    if (mask == kMask) {
+      warpgroup_fence_operand(acc_all);
+      warpgroup_arrive();
+      gdds_blocks_from<Cfg, kMask, 0>(mma, acc_all, tCrA, tCrB, s, w);
+      warpgroup_fence_operand(acc_all);
+      return;
+    }
+    gdds_issue_blocks<Cfg, kMask + 1>(mask, mma, acc_all, tCrA, tCrB, s, w);
+  }
+}
+
 template <class Cfg, bool kBKMajor, class TA, class TB, class TC, bool kTrace = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     gdds_kernel(const __grid_constant__ TA tma_a, const __grid_constant__ TB tma_b, const __grid_constant__ TC tma_c,
@@ -374,8 +430,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto thr = mma.get_thread_slice(int(threadIdx.x) % 128);
     Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // (MMA, MMA_M, MMA_K, 2 · stages)
     Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));  // (MMA, 1, MMA_K, kG · stages)
-    using Acc = decltype(partition_fragment_C(mma, Shape<Int<kWgM>, Int<kBN>>{}));
-    Acc acc[kG];
+    // All kG block columns' accumulators in one fragment (wgmma's C layout of N = kG · b);
+    // acc_view(j) is block column j's, laid out as the N = b fragment of partition_fragment_C.
+    Tensor acc_all = make_tensor<float>(Layout<Shape<Shape<_2, _2, Int<kG * kBN / 8>>, Int<kWgM / 64>, _1>>{});
+    static_assert(std::is_same_v<decltype(partition_fragment_C(mma, Shape<Int<kWgM>, Int<kBN>>{}).shape()),
+                                 decltype(gdds_acc_view<Cfg>(acc_all, 0).shape())>,
+                  "grouped dds: the accumulator views assume wgmma's C fragment layout");
+    auto acc_view = [&](int j) { return gdds_acc_view<Cfg>(acc_all, j); };
     Tensor tCcC = thr.partition_C(make_identity_tensor(Shape<Int<kWgM>, Int<kBN>>{}));
     T* c = static_cast<T*>(p.c);
     const T* bias = static_cast<const T*>(p.bias);
@@ -436,11 +497,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
       };
       if constexpr (kG == 1) load_bias();
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) {
-        clear(acc[j]);
-        warpgroup_fence_operand(acc[j]);
-      }
+      clear(acc_all);
+      warpgroup_fence_operand(acc_all);
       mma.accumulate_ = GMMA::ScaleOut::One;
       State prev = state;
       bool have_prev = false;
@@ -458,23 +516,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (mask & 1u) {
             warpgroup_arrive();
             CUTE_UNROLL
-            for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, s), acc[0]);
+            for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, s), acc_all);
             warpgroup_commit_batch();
           }
         } else {
-          CUTE_UNROLL
-          for (int j = 0; j < kG; ++j) {
-            // An absent block's wgmma is skipped. (Issuing every block column's wgmma with absent
-            // ones reading a zero block, which avoids this branch, measured slower: 0.87 vs 0.81 ms
-            // at b = 32, d = 0.5.)
-            if (mask & (1u << j)) {
-              warpgroup_fence_operand(acc[j]);
-              warpgroup_arrive();
-              CUTE_UNROLL
-              for (int kb = 0; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, 2 * s + w), tCrB(_, _, kb, kG * s + j), acc[j]);
-              warpgroup_fence_operand(acc[j]);
-            }
-          }
+          gdds_issue_blocks<Cfg>(mask & ((1u << kG) - 1u), mma, acc_all, tCrA, tCrB, s, w);
           warpgroup_commit_batch();
         }
         warpgroup_wait<1>();  // the previous step's wgmma is done: its stage can be refilled
@@ -487,8 +533,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if constexpr (kG > 1) load_bias();
       warpgroup_wait<0>();
       S.empty[prev.index()].arrive();
-      CUTE_UNROLL
-      for (int j = 0; j < kG; ++j) warpgroup_fence_operand(acc[j]);
+      warpgroup_fence_operand(acc_all);
       if constexpr (kTrace) if (trec) trec[GddsTrace::kMmaDone] = clock64(), trec[GddsTrace::kFullWait] = full_wait;
 
       bool stored = false;  // by the shared-memory + TMA epilogue
@@ -510,18 +555,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               CUTE_UNROLL
               for (int gq = 0; gq < kBN / 8; ++gq) {
                 if ((j * kBN + 8 * gq) / Cfg::kCCols != h) continue;  // compile-time
-                const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // column in acc[j]
+                const int cc = get<1>(tCcC(make_coord(make_coord(0, 0, gq), 0, 0)));  // column in block column j
                 const int tc = j * kBN + cc - h * Cfg::kCCols;                         // column in the half
                 const float2 bv = unpack_pair<T>(bias_words[j * (kBN / 8) + gq]);  // zeros without bias
                 CUTE_UNROLL
-                for (int mm = 0; mm < size<1>(acc[j]); ++mm) {
+                for (int mm = 0; mm < kWgM / 64; ++mm) {
                   CUTE_UNROLL
                   for (int r2 = 0; r2 < 2; ++r2) {
                     const auto i0 = make_coord(make_coord(0, r2, gq), mm, 0);
                     const auto i1 = make_coord(make_coord(1, r2, gq), mm, 0);
                     const int r = get<0>(tCcC(i0));
                     st_shared_u32(reinterpret_cast<std::uint32_t*>(&sC(r, tc, w)),
-                                  pack_pair<T>(acc[j](i0) + bv.x, acc[j](i1) + bv.y));
+                                  pack_pair<T>(acc_view(j)(i0) + bv.x, acc_view(j)(i1) + bv.y));
                   }
                 }
               }
@@ -542,7 +587,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         CUTE_UNROLL
         for (int j = 0; j < kG; ++j) {
           const int col = g * kG + j;
-          if (col < p.n_cols) store_tile<kBN>(acc[j], tCcC, c, p.ldc, p.m, row0, std::int64_t(col) * kBN, bias, lane);
+          if (col < p.n_cols) store_tile<kBN>(acc_view(j), tCcC, c, p.ldc, p.m, row0, std::int64_t(col) * kBN, bias, lane);
         }
       }
       if constexpr (kTrace) if (trec) trec[GddsTrace::kEpiDone] = clock64();
