@@ -68,6 +68,9 @@ struct DdsConfig {
   using SmemLayoutB = decltype(tile_to_shape(
       AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kStages>{}),
       std::conditional_t<kBKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>{}));
+  // The producer's A loads: one consumer tile (kWgM rows) per TMA box.
+  static constexpr int kABoxM = kWgM;
+  using SmemLayoutABox = SmemLayoutA;
 
   struct Shared {
     alignas(1024) T a[cosize_v<SmemLayoutA>];
@@ -113,8 +116,8 @@ auto dds_b_view(const void* values, int nnz) {
 
 template <class Cfg, bool kBKMajor>
 using DdsTmaA = decltype(make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(nullptr, 1, 1, 8),
-                                    typename Cfg::SmemLayoutA{}(_, _, 0),
-                                    make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{})));
+                                    typename Cfg::SmemLayoutABox{}(_, _, 0),
+                                    make_shape(Int<Cfg::kABoxM>{}, Int<Cfg::kBK>{})));
 template <class Cfg, bool kBKMajor>
 using DdsTmaB = decltype(make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(nullptr, 1),
                                     typename Cfg::SmemLayoutB{}(_, _, 0),
@@ -167,16 +170,16 @@ inline void set_schedule(DdsArgs& args, const tc::TcParams& p, long long n_tiles
     SK_CUDA_TRY(cudaMemsetAsync(args.counter, 0, sizeof(int), static_cast<cudaStream_t>(stream)));
 }
 
-/// The producer's TMA views (both dds kernels): A's kWgM × kBK tiles, indexed (row tile, k tile),
+/// The producer's TMA views (both dds kernels): A's kABoxM × kBK tiles, indexed (row tile, k tile),
 /// and the stored blocks' kBN × kBK slices, indexed (block, k step) for Bop = Sᵀ or
 /// (0, block · kKSteps + k step) for Bop = S; each paired with the shared-memory slots it fills
-/// (the last mode of sA / sB).
+/// (the last mode of sA, laid out as Cfg::SmemLayoutABox, and of sB).
 template <class Cfg, bool kBKMajor, class TA, class TB, class SA, class SB>
 __device__ __forceinline__ auto dds_tma_views(const TA& tma_a, const TB& tma_b, SA& sA, SB& sB, int a_rows,
                                               int a_cols, int nnz) {
-  constexpr int kWgM = Cfg::kWgM, kBN = Cfg::kBN, kBK = Cfg::kBK;
+  constexpr int kABoxM = Cfg::kABoxM, kBN = Cfg::kBN, kBK = Cfg::kBK;
   Tensor mA = tma_a.get_tma_tensor(make_shape(a_rows, a_cols));
-  Tensor gA = local_tile(mA, make_shape(Int<kWgM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mt,kt)
+  Tensor gA = local_tile(mA, make_shape(Int<kABoxM>{}, Int<kBK>{}), make_coord(_, _));  // (M,K,mt,kt)
   auto [tAgA, tAsA] = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
   Tensor mB = [&] {
     if constexpr (kBKMajor) return tma_b.get_tma_tensor(make_shape(nnz * kBN, kBN));
@@ -325,15 +328,15 @@ std::optional<std::pair<DdsTmaA<Cfg, kBKMajor>, DdsTmaB<Cfg, kBKMajor>>> dds_tma
   constexpr std::uint64_t E = sizeof(T);
   constexpr std::uint32_t kMnBox = std::min<int>(Cfg::kBN, int(128 / E));  // MN-major: one swizzle span
   const bool a_ok = tma_encodable<T>(p.a, std::uint64_t(k), std::uint64_t(m), std::uint64_t(p.lda) * E,
-                                     Cfg::kBK, Cfg::kWgM);
+                                     Cfg::kBK, Cfg::kABoxM);
   const bool b_ok = kBKMajor ? tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
                                                 Cfg::kBK, Cfg::kBN)
                              : tma_encodable<T>(p.values, kBlock, std::uint64_t(nnz) * kBlock, kBlock * E,
                                                 kMnBox, Cfg::kBK);
   if (!a_ok || !b_ok) return std::nullopt;
   return std::make_pair(
-      make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutA{}(_, _, 0),
-                    make_shape(Int<Cfg::kWgM>{}, Int<Cfg::kBK>{})),
+      make_tma_atom(SM90_TMA_LOAD{}, dds_a_view<Cfg>(p.a, m, k, p.lda), typename Cfg::SmemLayoutABox{}(_, _, 0),
+                    make_shape(Int<Cfg::kABoxM>{}, Int<Cfg::kBK>{})),
       make_tma_atom(SM90_TMA_LOAD{}, dds_b_view<Cfg, kBKMajor>(p.values, nnz), typename Cfg::SmemLayoutB{}(_, _, 0),
                     make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{})));
 }

@@ -30,7 +30,7 @@
 // Structure (shared with dds_sm90.cuh: persistent CTAs, TMA + mbarrier pipeline, wgmma from
 // swizzled shared memory): one producer warp merges the kG sorted index lists of the tile's block
 // columns on the fly (a window of 32 entries per list in registers, refilled by one coalesced load)
-// and issues per k step one TMA load of each 128-row half of the A tile and one per existing block,
+// and issues per k step one TMA load of the 256-row A tile and one per existing block,
 // then writes the step's block mask next to the stage (read by the consumers after the stage's full
 // barrier, whose arrive orders it). Two consumer warpgroups work on the same tile ("cooperative"):
 // consumer w owns rows 128·w..128·w+127 and kG accumulators of 128 × b (128 fp32 registers per
@@ -81,6 +81,16 @@ struct GddsConfig {
   using SmemLayoutB = decltype(tile_to_shape(
       AtomB{}, make_shape(Int<kBN>{}, Int<kBK>{}, Int<kG * kStages>{}),
       std::conditional_t<kBKMajor, Step<_1, _2, _3>, Step<_2, _1, _3>>{}));
+
+  // The producer's A loads: both consumers' rows of a step in one TMA box of 2 · kWgM rows (slots
+  // 2·stage and 2·stage + 1 are its halves, back to back), one TMA issue per step instead of two.
+  // Kernel µs against two boxes (bf16, 8192 × 4096 → 4096, H100, tools/diag/s17_run4.sh): b = 32
+  // 374 → 343 and 524 → 485 at d = 0.25 / 0.5, b = 64 94.5 → 92.7 at d = 0.1, equal at b = 64,
+  // d = 0.5 and at b = 128.
+  static constexpr int kABoxM = 2 * kWgM;
+  using SmemLayoutABox = decltype(tile_to_shape(AtomA{}, make_shape(Int<kABoxM>{}, Int<kBK>{},
+                                                                    Int<2 * kStages * kWgM / kABoxM>{}),
+                                                Step<_1, _2, _3>{}));
 
   // Block column j's accumulators inside the kernel's one fragment of all kG columns (acc_all):
   // wgmma's C layout per 64-row atom is ((2, 2, N / 8) values) with the 8-column groups outermost,
@@ -280,7 +290,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const int n_groups = (p.n_cols + kG - 1) / kG;
   const int n_tiles = p.m_tiles * n_groups;
-  const int a_halves = (a_rows + kWgM - 1) / kWgM;  // 128-row halves of A that hold any row
   const bool heavy = heavy_first(p, n_groups);  // CTA-uniform
   if (heavy) heavy_first_order(p.offsets, p.n_cols, kG, n_groups, S.order);
   std::uint64_t* tr = nullptr;  // this CTA's trace (kTrace only)
@@ -304,7 +313,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       cute::prefetch_tma_descriptor(tma_a.get_tma_descriptor());
       cute::prefetch_tma_descriptor(tma_b.get_tma_descriptor());
     }
-    auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA, sB, a_rows, a_cols, nnz);
+    Tensor sA_box = make_tensor(make_smem_ptr(S.a), typename Cfg::SmemLayoutABox{});  // (kABoxM, kBK, slots)
+    auto [tAgA, tAsA, tBgB, tBsB] = dds_tma_views<Cfg, kBKMajor>(tma_a, tma_b, sA_box, sB, a_rows, a_cols, nnz);
 
     State state(0, 1, 0);  // phase 1: the first wait on each (fresh) empty barrier passes
     for (int it = 0;; ++it) {
@@ -326,7 +336,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       int g, mt;
       gdds_schedule_coords(v, n_groups, p.m_tiles, heavy, S.order, g, mt);
       const int tile = mt * n_groups + g;  // what the consumers decode
-      const bool second_half = 2 * mt + 1 < a_halves;  // rows 128..255 of the tile exist
       ListWindow lists[kG];
       CUTE_UNROLL
       for (int j = 0; j < kG; ++j) lists[j].start(p.offsets, p.indices, p.value_index, g * kG + j, p.n_cols, lane);
@@ -387,11 +396,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               if (my_mask == 0) {
                 full.arrive();
               } else {
-                full.arrive_and_expect_tx((second_half ? 2 : 1) * Cfg::kHalfBytes + n_blocks * Cfg::kBlockBytes);
                 auto& bar = *reinterpret_cast<std::uint64_t*>(&full);
                 const int kt = (k0 + l) * kKSteps + kk;
-                copy(tma_a.with(bar), tAgA(_, 2 * mt, kt), tAsA(_, 2 * s));
-                if (second_half) copy(tma_a.with(bar), tAgA(_, 2 * mt + 1, kt), tAsA(_, 2 * s + 1));
+                // One A box for both halves: rows past m arrive as zeros and count in the bytes.
+                full.arrive_and_expect_tx(2 * Cfg::kHalfBytes + n_blocks * Cfg::kBlockBytes);
+                copy(tma_a.with(bar), tAgA(_, mt, kt), tAsA(_, s));
                 CUTE_UNROLL
                 for (int j = 0; j < kG; ++j) {
                   if (my_mask & (1u << j)) {
