@@ -182,6 +182,27 @@ def test_dds_grouped_edges(block, dtype, transpose):
         for j in range(9):
             cols = slice(j * block, (j + 1) * block)
             assert rel_error(out[:, cols], ref[:, cols]) <= tol(dtype, torch.device("cuda")), (density, j)
+    # Every block mask a group of the grouped kernel can see at a k step (each mask's wgmmas are
+    # issued by their own compile-time case): with g = 128 / block columns per group, group q's
+    # column q·g + i holds k block kk iff bit i of (kk + q) mod 2^g is set; 8 block columns.
+    group = max(1, 128 // block)
+    kb = 2 << group
+    mask = torch.zeros(kb, 8, dtype=torch.bool)
+    for j in range(8):
+        q, i = divmod(j, group)
+        for kk in range(kb):
+            mask[kk, j] = bool((((kk + q) % (1 << group)) >> i) & 1)
+    if transpose:
+        mask = mask.t().contiguous()
+    r = BlockSparseMatrix.from_mask(mask, block, dtype=dtype)
+    r = r.with_values(randn(*r.values.shape, dtype=dtype)).to("cuda")
+    op = r.t() if transpose else r
+    x = randn(300, kb * block, dtype=dtype, device="cuda")
+    out = bsr.dds(x, op)
+    ref = x.double() @ dense64(op)
+    for j in range(8):
+        cols = slice(j * block, (j + 1) * block)
+        assert rel_error(out[:, cols], ref[:, cols]) <= tol(dtype, torch.device("cuda")), ("every mask", j)
 
 
 @pytest.mark.cuda
