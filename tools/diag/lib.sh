@@ -67,7 +67,13 @@ diag_stk() {
 # diag_bsr_cuda_tests LIMIT [pytest -k expression]: the bsr CUDA tests, count and failures.
 diag_bsr_cuda_tests() {
   timeout $(cap $1) python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda ${2:+-k "$2"} > $OUT/bsr_tests.txt 2>&1
-  echo "bsr cuda tests: $(tail -1 $OUT/bsr_tests.txt)"; grep -E "^FAILED" $OUT/bsr_tests.txt | head -5
+  echo "bsr cuda tests: $(tail -1 $OUT/bsr_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/bsr_tests.txt | head -5
+}
+# diag_bsr_grouped_sanitize LIMIT TOOL KEXPR: compute-sanitizer TOOL over the bsr CUDA tests that
+# match KEXPR with the grouped dds forced (SPARSEKERN_BSR_GROUPED=1), its summary and the tests' line.
+diag_bsr_grouped_sanitize() {
+  SPARSEKERN_BSR_GROUPED=1 timeout $(cap $1) compute-sanitizer --tool $2 --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda -k "$3" > $OUT/san_$2.txt 2>&1
+  echo "$2, grouped forced: $(grep -E 'ERROR SUMMARY' $OUT/san_$2.txt | tail -1) | $(tail -1 $OUT/san_$2.txt)"
 }
 # diag_bsr_bench LIMIT: the issue-3 target bench (`SPARSEKERN_BENCH_BSR=targets sparsekern bench
 # --full --family bsr`) into $OUT/bsr.json, its rows in $OUT/bsr_bench_rows.txt, and the summary.

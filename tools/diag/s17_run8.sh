@@ -4,8 +4,6 @@
 # with the grouped kernel forced.
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
-timeout $(cap 240) python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda -k "grouped_edges" > $OUT/bsr_tests.txt 2>&1
-echo "bsr grouped edge tests: $(tail -1 $OUT/bsr_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/bsr_tests.txt | head -5
-SPARSEKERN_BSR_GROUPED=1 timeout $(cap 330) compute-sanitizer --tool memcheck --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda -k "grouped_edges and not each_kernel" > $OUT/san_memcheck.txt 2>&1
-echo "memcheck, grouped forced: $(grep -E 'ERROR SUMMARY' $OUT/san_memcheck.txt | tail -1) | $(tail -1 $OUT/san_memcheck.txt)"
+diag_bsr_cuda_tests 240 "grouped_edges"
+diag_bsr_grouped_sanitize 330 memcheck "grouped_edges and not each_kernel"
 echo "total $((SECONDS - T0))s after install"
