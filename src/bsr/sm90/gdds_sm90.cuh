@@ -88,9 +88,8 @@ struct GddsConfig {
   // 374 → 343 and 524 → 485 at d = 0.25 / 0.5, b = 64 94.5 → 92.7 at d = 0.1, equal at b = 64,
   // d = 0.5 and at b = 128.
   static constexpr int kABoxM = 2 * kWgM;
-  using SmemLayoutABox = decltype(tile_to_shape(AtomA{}, make_shape(Int<kABoxM>{}, Int<kBK>{},
-                                                                    Int<2 * kStages * kWgM / kABoxM>{}),
-                                                Step<_1, _2, _3>{}));
+  using SmemLayoutABox = decltype(tile_to_shape(AtomA{}, make_shape(Int<kABoxM>{}, Int<kBK>{}, Int<kStages>{}),
+                                                Step<_1, _2, _3>{}));  // slot s: A slots 2s, 2s + 1
 
   // Block column j's accumulators inside the kernel's one fragment of all kG columns (acc_all):
   // wgmma's C layout per 64-row atom is ((2, 2, N / 8) values) with the 8-column groups outermost,
