@@ -15,18 +15,24 @@
 //   - keeps one chunk buffer: a step reads it into registers, all threads meet at a barrier, then
 //     write their tiles back in place (outputs per step ≤ 256 threads × the tile), so a block holds
 //     twice the rows of a ping-pong design in the same shared memory;
-//   - loads X with 4-byte cp.async straight into the transposed layout the last mode needs (k-major,
-//     rows contiguous), one tile ahead when two tiles fit (`nstage` = 2), else during the steps after
-//     the last mode, so the global loads of tile i+1 overlap the arithmetic of tile i;
+//   - loads X with 16-byte cp.async in its natural order (the last mode reads each row of X as
+//     16-byte vectors along k), one tile ahead when two tiles fit (`nstage` = 2), else during the
+//     steps after the last mode, so the global loads of tile i+1 overlap the arithmetic of tile i.
+//     Until session 18 X went through 4-byte copies into a transposed (k-major) layout: four times
+//     the copy instructions plus their index arithmetic, ~15% of the stall samples of 4096 ×
+//     (64 ⊗ 64) (benchmarks/results/kron-ncu-fwd-H100-2026-11-26-session18.txt);
 //   - stores the first mode's (the final step's) tile from registers straight to Y: full 32-byte
 //     sectors, no staging buffer and no barrier;
 //   - runs a persistent grid (one or two blocks per SM) over tiles of `chunks` rows.
 //
 // Layouts (floats). A chunk is one row of X (L = 1). Step t reads the state T_t = (p_0 … p_t,
 // q_{t+1} … q_{nf−1}) of every chunk as B(k, n), n = (chunk c, hi, lo), and writes T_{t−1}:
-//   - X^T, the input of the last step (s = 1, n = c·H + hi): element (k, n) at k·rb + n, with
-//     rb ≡ 4 (mod 32). Reads of a fixed k walk n: contiguous. The cp.async writes of a warp cover
-//     8 consecutive k × 4 consecutive n, whose banks 4k + n (mod 32) are all different.
+//   - the X tile, the input of the last step (s = 1): row n = c·H + hi holds X[m0 + c, hi·p + k],
+//     k < p, at n·xp + k, zeros at p ≤ k < p4 (p4 = p rounded up to 4; xp = p4, or p4 + 4 where p4
+//     is a multiple of 8, so xp ≡ 4 (mod 8)): the 16-byte vectors of one k group in eight
+//     consecutive rows fall in eight different bank groups. (An XOR swizzle at pitch p would save
+//     the padding, but it makes a lane's k order depend on its row, and then lanes that share a
+//     factor vector no longer do: measured 4-way conflicts on the factor loads.)
 //   - the state buffer: chunk c at c·cs; element e of T_t (natural order) at e + pad_t·⌊e / (p_t·s_t)⌋,
 //     i.e. consecutive hi blocks of p_t·s_t elements are hstride = p_t·s_t + pad_t apart. pad_t makes
 //     hstride ≡ s_t (mod 32) when s_t < 32, so the 16-byte vectors that one half-warp reads from
@@ -128,6 +134,17 @@ SK_KRON_FN void copy4_async(float* dst, const float* src, bool valid) {
                : "memory");
 #else
   *dst = valid ? *src : 0.0f;
+#endif
+}
+
+/// dst ← valid ? 16 bytes at src : 0, asynchronously on the GPU (both 16-byte aligned).
+SK_KRON_FN void copy16_async(float* dst, const float* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+#else
+  for (int i = 0; i < 4; ++i) dst[i] = valid ? src[i] : 0.0f;
 #endif
 }
 
@@ -268,84 +285,161 @@ SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt)
     const FastStep& st = a.st[t];
     const float* f = static_cast<const float*>(st.f);
     const int sh = ilog2c(st.qpad);
-    const int total = st.p * st.qpad;
+    const int rows = t == a.nf - 1 ? (st.p + 3) & ~3 : st.p;  // the last step reads k in groups of 4
+    const int total = rows * st.qpad;
     for (int e = tid; e < total; e += nt) {
       const int i = e >> sh, j = e & (st.qpad - 1);
-      const bool valid = j < st.q;
+      const bool valid = j < st.q && i < st.p;
       copy4_async(sm + st.f_off + e, valid ? f + i * st.f_rs + j * st.f_cs : f, valid);
     }
   }
 }
 
-/// Starts the copy of tile `tile`'s rows of X into `xt` (layout X^T, see the file comment). Rows past
-/// M are zero-filled. Thread (kk, rr) copies k ≡ kk (mod 8) of rows rr, rr + nt/8, …: a warp reads
-/// 8 consecutive elements of 4 rows (full 32-byte sectors) and writes 32 different banks.
+/// Starts the copy of tile `tile`'s rows of X into `xt` (natural order, see the file comment): row
+/// n = (chunk c, hi) holds X[m0 + c, hi·p … hi·p + p − 1] at n·xp; rows past M are zero-filled.
+/// With vec_x, 16-byte copies: consecutive threads take consecutive vectors of the tile (full
+/// 32-byte sectors of X). Where the vectors of a row divide the block (p = 64: 16 per row, 8 rows
+/// per pass of 128 threads) a thread keeps its vector and walks its rows with pointer increments;
+/// the fields it needs are copied into locals first, since the copies' "memory" clobbers would make
+/// the compiler reload every field of `a` per copy. Else one element per copy, same layout.
 SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int tid, int nt) {
   const FastStep& st = a.st[a.nf - 1];
-  const int p = st.p;
-  const int n_rows = a.chunks * st.hs;
-  const int kk = tid & 7, rstep = nt >> 3;
+  const int p = st.p, H = st.hs, xp = a.xp;
+  const int n_rows = a.chunks * H;
   const long long m0 = tile * a.chunks;
-  // Row n = (chunk c, hi) is walked incrementally: a division per row would cost as much as the
-  // copy itself when p = 8 (one copy per row and thread).
-  int n = tid >> 3;
-  int c = st.div_hs.div(n);
-  int hi = n - c * st.hs;
-  for (; n < n_rows; n += rstep) {
-    const long long m = m0 + c;
-    const bool valid = m < a.M;
-    const float* src = a.x + (valid ? m : 0) * a.ldx + static_cast<long long>(hi) * p + kk;
-    float* dst = xt + n + kk * a.rb;
-    for (int k = kk; k < p; k += 8, src += 8, dst += 8 * a.rb) copy4_async(dst, src, valid);
-    hi += rstep;
-    while (hi >= st.hs) {
-      hi -= st.hs;
-      ++c;
+  const long long mrem = a.M - m0;  // rows of X from this tile's first on
+  const float* const x = a.x;
+  const long long ldx = a.ldx;
+  const FastDiv dh = st.div_hs;
+  if (a.vec_x && nt % (p >> 2) == 0) {
+    const int pv = p >> 2, kv = tid % pv, step = nt / pv;
+    int n = tid / pv;
+    int c = dh.div(n);
+    int hi = n - c * H;
+    const float* src = x + m0 * ldx + static_cast<long long>(c) * ldx + static_cast<long long>(hi) * p + 4 * kv;
+    float* dst = xt + n * xp + 4 * kv;
+    for (; n < n_rows; n += step, dst += step * xp) {
+      copy16_async(dst, c < mrem ? src : x, c < mrem);
+      hi += step;
+      src += step * p;
+      while (hi >= H) {  // the next chunk row (once at most where step ≤ H)
+        hi -= H;
+        ++c;
+        src += ldx - static_cast<long long>(H) * p;
+      }
+    }
+  } else if (a.vec_x) {
+    const int pv = p >> 2;
+    const int total = n_rows * pv;
+    const FastDiv dr = a.div_xr;
+    for (int e = tid; e < total; e += nt) {
+      const int n = dr.div(e);
+      const int kv = e - n * pv;
+      const int c = dh.div(n);
+      const bool valid = c < mrem;
+      const float* src = x + (valid ? m0 + c : 0) * ldx + static_cast<long long>(n - c * H) * p + 4 * kv;
+      copy16_async(xt + n * xp + 4 * kv, src, valid);
+    }
+  } else {
+    const int total = n_rows * p;
+    const FastDiv dr = a.div_xr;
+    for (int e = tid; e < total; e += nt) {
+      const int n = dr.div(e);
+      const int k = e - n * p;
+      const int c = dh.div(n);
+      const bool valid = c < mrem;
+      const float* src = x + (valid ? m0 + c : 0) * ldx + static_cast<long long>(n - c * H) * p + k;
+      copy4_async(xt + n * xp + k, src, valid);
     }
   }
 }
 
-/// The last mode (first step): B = X^T. Its output (c, hi, j) is element hi·q + j of T_{nf−2}; with
-/// a.t0 set (two modes, a training forward keeping its state for the backward) also of row
-/// tile·chunks + c of a.t0.
+/// Zeros columns p … p4 − 1 (p4 = p rounded up to 4) of every row of an X buffer: the last step
+/// reads k in groups of four, and the copies never write these (the factor's rows there are zero,
+/// but a NaN left in shared memory would still poison the sums).
+SK_KRON_FN void fast_zero_x_pad(const FastArgs& a, float* xt, int tid, int nt) {
+  const int p = a.st[a.nf - 1].p, gap = ((p + 3) & ~3) - p;
+  if (gap == 0) return;
+  const int n_rows = a.chunks * a.st[a.nf - 1].hs;
+  for (int e = tid; e < n_rows * gap; e += nt) {
+    const int n = e / gap;
+    xt[n * a.xp + p + (e - n * gap)] = 0.0f;
+  }
+}
+
+/// The last mode (first step): B(k, n) = X tile row n, element k. The thread owns rows
+/// n = warp·WN + ln + LN·i, i < TN (a warp's LN lanes along n read LN consecutive rows, in different
+/// bank groups at the pitch xp) and reads each as one 16-byte vector per group of four k: per four
+/// k, TM/4 · 4 factor vectors (equal in lane pairs, as in the other steps) and TN row vectors, as
+/// many loads per FFMA as the transposed layout's column vectors gave. Its output (c, hi, j) is
+/// element hi·q + j of T_{nf−2}; with a.t0 set (two modes, a training forward keeping its state for
+/// the backward) also of row tile·chunks + c of a.t0.
 template <int TM, int TN, int QP>
 SK_KRON_FN void fast_step_last(const FastArgs& a, long long tile, const float* xt, float* sbuf, const float* sm,
                                int tid, float (&acc)[TM][TN]) {
   using Geo = FastGeo<TM, TN, QP>;
+  constexpr int LJ = Geo::LJ, LN = Geo::LN;
   const FastStep& st = a.st[a.nf - 1];
-  const Geo g(tid);
+  const int lane = tid & 31;
+  const int j0 = 4 * lane_jg<LJ>(lane);
+  const int ln = lane_ln<LJ>(lane);
+  const int nb = (tid >> 5) * Geo::WN + ln;
   const int n_rows = a.chunks * st.hs;
-  const float* b[TN / 4];
+  const float* b[TN];
   SK_KRON_UNROLL
-  for (int v = 0; v < TN / 4; ++v) b[v] = xt + (g.nv[v] < n_rows ? g.nv[v] : 0);
-  fast_mma<TM, TN, QP>(sm + st.f_off + g.j0, b, a.rb, st.p, acc);
+  for (int i = 0; i < TN; ++i) {
+    const int n = nb + LN * i;
+    b[i] = xt + (n < n_rows ? n : 0) * a.xp;  // rows past the tile: any finite row, results dropped
+  }
+  SK_KRON_UNROLL
+  for (int ii = 0; ii < TM; ++ii) {
+    SK_KRON_UNROLL
+    for (int i = 0; i < TN; ++i) acc[ii][i] = 0.0f;
+  }
+  const float* const fa = sm + st.f_off + j0;
+  const int groups = (st.p + 3) >> 2;
+#if defined(__CUDACC__)
+#pragma unroll 2
+#endif
+  for (int u = 0; u < groups; ++u) {
+    const float* const fk = fa + (u << 2) * QP;
+    float av[4][TM], bv[TN][4];
+    SK_KRON_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      SK_KRON_UNROLL
+      for (int w = 0; w < TM / 4; ++w) lds4(fk + kk * QP + w * 4 * LJ, av[kk] + 4 * w);
+    }
+    SK_KRON_UNROLL
+    for (int i = 0; i < TN; ++i) lds4(b[i] + 4 * u, bv[i]);
+    SK_KRON_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      SK_KRON_UNROLL
+      for (int ii = 0; ii < TM; ++ii) {
+        SK_KRON_UNROLL
+        for (int i = 0; i < TN; ++i) acc[ii][i] += av[kk][ii] * bv[i][kk];
+      }
+    }
+  }
   // Write back: per row n, the thread's j vectors are 4 consecutive j of one output row.
   SK_KRON_UNROLL
-  for (int v = 0; v < TN / 4; ++v) {
+  for (int i = 0; i < TN; ++i) {
+    const int n = nb + LN * i;
+    if (n >= n_rows) continue;
+    const int c = st.div_hs.div(n);
+    const int hi = n - c * st.hs;
+    float* row = sbuf + c * a.cs + hi * st.q + st.div_pn.div(hi) * st.out_pad;
     SK_KRON_UNROLL
-    for (int u = 0; u < 4; ++u) {
-      const int n = g.nv[v] + u;
-      if (n >= n_rows) continue;
-      const int c = st.div_hs.div(n);
-      const int hi = n - c * st.hs;
-      float* row = sbuf + c * a.cs + hi * st.q + st.div_pn.div(hi) * st.out_pad;
+    for (int w = 0; w < TM / 4; ++w) {
+      const int j = j0 + w * 4 * LJ;
+      if (j < st.q) sts4(row + j, acc[4 * w][i], acc[4 * w + 1][i], acc[4 * w + 2][i], acc[4 * w + 3][i]);
+    }
+    const long long m = tile * a.chunks + c;
+    if (a.t0 != nullptr && m < a.M) {
+      float* trow = a.t0 + m * a.ldt0 + static_cast<long long>(hi) * st.q;
       SK_KRON_UNROLL
       for (int w = 0; w < TM / 4; ++w) {
-        const int j = g.j0 + w * 4 * Geo::LJ;
-        if (j < st.q)
-          sts4(row + j, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
-              acc[4 * w + 3][4 * v + u]);
-      }
-      const long long m = tile * a.chunks + c;
-      if (a.t0 != nullptr && m < a.M) {
-        float* trow = a.t0 + m * a.ldt0 + static_cast<long long>(hi) * st.q;
-        SK_KRON_UNROLL
-        for (int w = 0; w < TM / 4; ++w) {
-          const int j = g.j0 + w * 4 * Geo::LJ;
-          if (j < st.q)
-            stg4(trow + j, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
-                 acc[4 * w + 3][4 * v + u]);
-        }
+        const int j = j0 + w * 4 * LJ;
+        if (j < st.q) stg4(trow + j, acc[4 * w][i], acc[4 * w + 1][i], acc[4 * w + 2][i], acc[4 * w + 3][i]);
       }
     }
   }
@@ -457,6 +551,8 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
   const bool two = a.nstage == 2;
   // The factors, and the first tile's X (in flight while the factors load).
   ex.phase([&](int tid, Regs&) {
+    fast_zero_x_pad(a, x0, tid, nt);
+    if (two) fast_zero_x_pad(a, x1, tid, nt);
     if (block < a.ntiles) fast_issue_x(a, x0, block, tid, nt);
     fast_load_factors(a, sm, tid, nt);
     async_commit();
@@ -477,7 +573,7 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
         async_wait<0>();
       }
     });
-    // The last mode: X^T → registers → T_{nf−2} in the state buffer (nobody reads that buffer now:
+    // The last mode: X → registers → T_{nf−2} in the state buffer (nobody reads that buffer now:
     // the previous tile's final step finished before the barrier above).
     ex.phase([&](int tid, Regs& r) {
       with_qpad(a.st[nf - 1].qpad,

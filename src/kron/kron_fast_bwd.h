@@ -59,17 +59,6 @@ struct FastBwdRegs {
   float df1[4][4];
 };
 
-/// dst ← valid ? 16 bytes at src : 0, asynchronously on the GPU (both 16-byte aligned).
-SK_KRON_FN void copy16_async(float* dst, const float* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-#else
-  for (int i = 0; i < 4; ++i) dst[i] = valid ? src[i] : 0.0f;
-#endif
-}
-
 /// Rows m0 … m0+C−1 of a row-major matrix (rows past M zero) → dst[c·len + e], natural order.
 SK_KRON_FN void fb_issue_rows(const float* src, long long ld, int len, bool vec, long long M, long long m0, int C,
                               float* dst, int tid, int nt) {

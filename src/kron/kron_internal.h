@@ -129,7 +129,9 @@ struct FastArgs {
   FastStep st[kMaxFused];
   int chunks = 1;           ///< rows of X per tile
   long long ntiles = 0;
-  int rb = 0;               ///< row pitch of the transposed X tile in shared memory (≡ 4 mod 32)
+  int xp = 0;               ///< row pitch of the X tile in shared memory (see kron_fast.h)
+  int vec_x = 0;            ///< 16-byte copies of X allowed (aligned rows, p of the last mode a multiple of 4)
+  FastDiv div_xr;           ///< division by the vectors (vec_x) or elements of one row of the X tile
   int cs = 0;               ///< chunk stride of the state buffer
   int off_x0 = 0, off_x1 = 0, off_s = 0;  ///< shared-memory offsets (floats)
   int nstage = 1;           ///< X tiles in flight: 2 = the next tile loads during this one
@@ -328,7 +330,8 @@ struct FastLayout {
   int pad[kMaxFused] = {};       ///< padding per hi block of the state before step t
   int f_off[kMaxFused] = {};
   long long out_per_chunk = 0;   ///< most outputs (with padded q) one chunk produces in a step
-  int rb = 0, cs = 0;
+  int xp = 0;                    ///< the X tile's row pitch (FastArgs)
+  int cs = 0;
   int off_x0 = 0, off_x1 = 0, off_s = 0;
   std::size_t smem = 0;          ///< bytes
 };

@@ -133,8 +133,8 @@ FusedArgs fused_args(const Segment& seg, const Shapes& sh, const MatrixView* fac
   return a;
 }
 
-/// Kernel arguments of the register-tile forward of `seg` (one group over every mode; pointers and
-/// vector flags filled by the caller).
+/// Kernel arguments of the register-tile forward of `seg` (one group over every mode; pointers,
+/// vector flags and div_xr filled by the caller).
 detail::FastArgs fast_args(const Segment& seg, const Shapes& sh, const MatrixView* factors) {
   const detail::FastLayout lay = detail::fast_layout(sh.modes, seg.fast_chunks, seg.fast_nstage);
   detail::FastArgs a;
@@ -161,7 +161,7 @@ detail::FastArgs fast_args(const Segment& seg, const Shapes& sh, const MatrixVie
   }
   a.chunks = seg.fast_chunks;
   a.ntiles = seg.ntiles;
-  a.rb = lay.rb;
+  a.xp = lay.xp;
   a.cs = lay.cs;
   a.off_x0 = lay.off_x0;
   a.off_x1 = lay.off_x1;
@@ -298,6 +298,9 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
   if (seg.kind == SegKind::fused && seg.fast) {  // fp32, L = 1: in is X, out is Y
     detail::FastArgs a = fast_args(seg, r.sh, r.factors);
     fp32_io(r, a, in, ld_in, out, ld_out, t0);
+    const int p_last = a.st[a.nf - 1].p;
+    a.vec_x = p_last % 4 == 0 && vec_ok(r, in, ld_in, 4) ? 1 : 0;
+    a.div_xr = detail::FastDiv(a.vec_x ? p_last / 4 : p_last);  // vectors or elements per X row
     r.be->fused_forward_fast(seg.fast_tile, seg.fast_threads, a, seg.grid, seg.smem, r.device, r.stream);
     return;
   }

@@ -712,6 +712,7 @@ FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstag
   for (int t = 0; t < n; ++t) H[t + 1] = H[t] * modes[t].p;
   S[n - 1] = 1;
   for (int t = n - 2; t >= 0; --t) S[t] = S[t + 1] * modes[t + 1].q;
+  const long long p_last = modes[n - 1].p, p4 = round_up(p_last, 4);
   long long f_off = 0, cs = 0;
   for (int t = 0; t < n; ++t) {
     const long long p = modes[t].p, q = modes[t].q;
@@ -720,7 +721,7 @@ FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstag
     L.hs[t] = static_cast<int>(H[t] * S[t]);
     L.out_per_chunk = std::max<long long>(L.out_per_chunk, static_cast<long long>(L.qpad[t]) * H[t] * S[t]);
     L.f_off[t] = static_cast<int>(f_off);
-    f_off += p * L.qpad[t];
+    f_off += (t == n - 1 ? p4 : p) * L.qpad[t];  // the last factor's copy: p rounded up to 4 rows, zeros past p
     if (t <= n - 2) {  // a state in the chunk buffer (see kron_fast.h: hstride ≡ s mod 32 when s < 32)
       const long long blk = p * S[t];
       L.pad[t] = (t == 0 || S[t] >= 32) ? 0 : static_cast<int>(((S[t] - blk) % 32 + 32) % 32);
@@ -729,10 +730,11 @@ FastLayout fast_layout(const std::vector<ModeDims>& modes, int chunks, int nstag
     }
   }
   cs = round_up(cs, 4);
-  const long long rows = static_cast<long long>(chunks) * H[n - 1];  // columns of the last step
-  const long long rb = round_up(std::max<long long>(rows, 1), 32) + 4;
-  const long long xsize = round_up(modes[n - 1].p * rb, 4);
-  L.rb = static_cast<int>(rb);
+  // The X tile (natural order, see kron_fast.h): pitch ≡ 4 (mod 8), so that a warp's 16-byte loads
+  // of one k group from up to eight consecutive rows fall in different bank groups.
+  L.xp = static_cast<int>(p4 % 8 == 0 ? p4 + 4 : p4);
+  const long long rows = static_cast<long long>(chunks) * H[n - 1];  // rows of the tile (last step's n)
+  const long long xsize = round_up(std::max<long long>(rows, 1) * L.xp, 4);
   L.cs = static_cast<int>(cs);
   L.off_x0 = static_cast<int>(round_up(f_off, 4));
   L.off_x1 = static_cast<int>(L.off_x0 + (nstage == 2 ? xsize : 0));

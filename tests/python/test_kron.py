@@ -283,7 +283,7 @@ def test_forward_kernel_choice(monkeypatch):
         p = _plan(256, [(16, 16)] * 4)  # N = 65536: no whole-row kernel; the natural split's tail
         assert p.startswith("fused modes 1-3") and "L=16 order=natural rows=M*L" in p and "kernel=fast" in p
         assert "kernel=fast" not in _plan(1024, [(64, 64)] * 2, backward=True)
-        assert "stages=1" in _plan(1024, [(64, 32), (64, 32)])  # two X tiles do not fit
+        assert "stages=1" in _plan(1024, [(64, 64)] * 2)  # two X tiles do not fit
     finally:
         _C.kron_set_forward_kernel("")
     _C.kron_set_forward_kernel("")  # the default: auto
