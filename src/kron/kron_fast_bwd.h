@@ -34,7 +34,8 @@
 //   T0T [c·q1 + j1][i0]       pitch ttp  (∂ℓ/∂F0: B)
 //   GN  [c·p0 + i0][j1]       pitch gnp  (∂ℓ/∂F1: A)
 //   GT  [j1][c·p0 + i0]       pitch rb   (∂X step: B, k = j1)
-//   F1 [i1][j1] pitch q1p, F0T [j0][i0] pitch p0p, F1T [j1][i1] pitch p1p (zero-padded).
+//   F1 [i1][j1] pitch q1p, F0T [j0][i0] pitch p0p + 4, F1T [j1][i1] pitch p1p + 4 (zero-padded;
+//   the 4 floats past a row keep the transposing copies' writes off each other's banks).
 // Phases per tile: W (wait for this tile's inputs, start the next tile's), A (T0 and G1 steps),
 // B (∂ℓ/∂F0, ∂ℓ/∂F1, ∂X step and its stores). After the last tile: the blocks' partial sums.
 //
@@ -98,27 +99,39 @@ SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, int K, int pit
   }
 }
 
-/// dst[j·pitch + i] ← F[i, j] for j < q, i < pitch (zeros for p ≤ i), asynchronously. A warp copies
-/// 8 consecutive j of 4 consecutive i: 32-byte runs of a row-major F. (Walking i fastest, the
-/// layout's order, made every lane of a copy read its own row of F: 32 sectors per warp copy, and
-/// ~10% of the stall samples of the (64 ⊗ 64) backward at 1024 rows waited on these copies at the
-/// blocks' start; ncu, H100, session 18.)
-SK_KRON_FN void fb_copy_transposed(const float* f, long long rs, long long cs, int p, int q, int pitch,
+/// dst[j·(w + 4) + i] ← F[i, j] for j < q, i < w (zeros for p ≤ i), asynchronously. A warp copies
+/// 8 consecutive j of 4 consecutive i: 32-byte runs of a row-major F, and at the pitch w + 4 its
+/// writes land in 32 different banks. (Walking i fastest, the layout's order, made every lane of a
+/// copy read its own row of F: 32 sectors per warp copy, and ~10% of the stall samples of the
+/// (64 ⊗ 64) backward at 1024 rows waited on these copies at the blocks' start; ncu, H100, s18.)
+SK_KRON_FN void fb_copy_transposed(const float* f, long long rs, long long cs, int p, int q, int w,
                                    float* dst, int tid, int nt) {
-  const int s = ilog2c(pitch);  // pitch: a power of two ≥ 8
-  const int total = ((q + 7) >> 3) * pitch * 8;
+  const int s = ilog2c(w);  // w: a power of two ≥ 8
+  const int total = ((q + 7) >> 3) * w * 8;
   for (int e = tid; e < total; e += nt) {
     const int t = e >> 3;
-    const int i = t & (pitch - 1), j = ((t >> s) << 3) | (e & 7);
+    const int i = t & (w - 1), j = ((t >> s) << 3) | (e & 7);
     if (j >= q) continue;
     const bool valid = i < p;
-    copy4_async(dst + j * pitch + i, valid ? f + i * rs + j * cs : f, valid);
+    copy4_async(dst + j * (w + 4) + i, valid ? f + i * rs + j * cs : f, valid);
   }
 }
 
+/// fast_mma with a transposed factor copy as A: rows QP + 4 apart (fb_copy_transposed).
+template <int TM, int QP>
+SK_KRON_FN void fb_mma_padded(const float* fa, const float* const (&b)[TM / 4], int bstride, int K,
+                              float (&acc)[TM][TM]) {
+  SK_KRON_UNROLL
+  for (int i = 0; i < TM; ++i) {
+    SK_KRON_UNROLL
+    for (int j = 0; j < TM; ++j) acc[i][j] = 0.0f;
+  }
+  fast_mma_acc<TM, TM, QP>(fa, QP + 4, b, bstride, K, acc);
+}
+
 /// Starts the factor copies (cp.async, as kron_fast.h's fast_load_factors, for the same reason):
-/// F1 [i1][j1] (pitch q1p; not when T0 is kept), F0ᵀ [j0][i0] (pitch p0p), F1ᵀ [j1][i1] (pitch
-/// p1p), padding zero-filled. The widths are powers of two.
+/// F1 [i1][j1] (pitch q1p; not when T0 is kept), F0ᵀ [j0][i0] (pitch p0p + 4), F1ᵀ [j1][i1] (pitch
+/// p1p + 4), padding zero-filled. The widths are powers of two.
 SK_KRON_FN void fb_load_factors(const FastBwdArgs& a, float* sm, int tid, int nt) {
   const float* f0 = static_cast<const float*>(a.f0);
   const float* f1 = static_cast<const float*>(a.f1);
@@ -200,7 +213,7 @@ SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, const float* s
     fb_g1_cols<TM, QP>(a, g, v, c, lo);
     b[v] = dn + c * Q + lo;
   }
-  fast_mma<TM, TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc);
+  fb_mma_padded<TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc);
 }
 
 /// Writes the G1 step's registers to GN[(c·p0 + i0)·gnp + j1] and GT[j1·rb + c·p0 + i0].
@@ -246,7 +259,7 @@ SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt
   const float* b[TM / 4];
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) b[v] = gt + (g.nv[v] < n_cols ? g.nv[v] : 0);
-  fast_mma<TM, TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc);
+  fb_mma_padded<TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc);
   const long long m0 = tile * a.chunks;
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {

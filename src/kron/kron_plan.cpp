@@ -768,9 +768,9 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
   a.off_f1 = 0;
   if (!kept) cur += static_cast<long long>(a.p1) * a.q1p;  // F1 (the T0 step only)
   a.off_f0t = static_cast<int>(cur);
-  cur += static_cast<long long>(a.q0) * a.p0p;
+  cur += static_cast<long long>(a.q0) * (a.p0p + 4);  // F0ᵀ, F1ᵀ: pitch + 4 (kron_fast_bwd.h)
   a.off_f1t = static_cast<int>(cur);
-  cur += static_cast<long long>(a.q1) * a.p1p;
+  cur += static_cast<long long>(a.q1) * (a.p1p + 4);
   cur = round_up(cur, 4);
   const long long P = static_cast<long long>(a.p0) * a.p1, Q = static_cast<long long>(a.q0) * a.q1;
   const long long t0t = static_cast<long long>(C) * a.q1 * a.ttp;
