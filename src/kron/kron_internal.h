@@ -198,6 +198,22 @@ struct HeadArgs {
   int vec = 0;                                   ///< 16-byte loads and stores allowed
 };
 
+/// Arguments of the natural split head's ∂ℓ/∂F pass (kron_head_f32.cu): block b writes
+/// partial[b·p·q + i·q + j] = Σ over rows m ≡ b (mod grid), Σ_l X_m[i, l] · G_m[j, l], fp32.
+struct HeadGradArgs {
+  const float* x = nullptr; long long ldx = 0;   ///< X_m: p × L at x + m·ldx (16-byte aligned rows)
+  const float* g = nullptr; long long ldg = 0;   ///< G_m: q × L at g + m·ldg (16-byte aligned rows)
+  long long M = 0;
+  int L = 0;                                     ///< a multiple of 4
+  int p = 0, q = 0;                              ///< powers of two from 4 to 64
+  int lc = 1;                                    ///< chunks of a row's L / 4 column vectors (work items M · lc)
+  float* partial = nullptr;                      ///< grid × p·q floats
+};
+
+/// Most blocks (partial sums) of the head's ∂ℓ/∂F pass; backward plans with a natural split size
+/// their partial workspace for that many.
+constexpr long long kHeadGradBlocks = 1024;
+
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
 struct FastBwdArgs {
   const float* x = nullptr;  long long ldx = 0;
@@ -399,6 +415,12 @@ class Backend {
                                     Device device, Stream stream) = 0;
   /// The natural split's fp32 mode-0 pass (kron_head.h).
   virtual void head_pass(const HeadArgs& h, Device device, Stream stream) = 0;
+  /// The natural split head's ∂ℓ/∂F partials (HeadGradArgs) over `grid` blocks; false where the
+  /// backend has no such pass (the CPU: its GEMM path computes them).
+  virtual bool head_grad(const HeadGradArgs& h, long long grid, Device device, Stream stream) {
+    (void)h; (void)grid; (void)device; (void)stream;
+    return false;
+  }
   /// The two-factor register-tile fp32 backward (kron_fast_bwd.h), `tile` × `tile` step tiles (8 or 4).
   virtual void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                                    Stream stream) = 0;

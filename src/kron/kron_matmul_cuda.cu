@@ -173,6 +173,12 @@ class CudaBackend final : public Backend {
     head_pass_f32(h, device.index, static_cast<cudaStream_t>(stream));
   }
 
+  bool head_grad(const HeadGradArgs& h, long long grid, Device device, Stream stream) override {
+    sparsekern::detail::DeviceGuard guard(device.index);
+    head_grad_f32(h, grid, static_cast<cudaStream_t>(stream));
+    return true;
+  }
+
   void fused_backward_fast(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, Device device,
                            Stream stream) override {
     sparsekern::detail::DeviceGuard guard(device.index);

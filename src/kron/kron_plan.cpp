@@ -969,7 +969,8 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
         partial = std::max(partial, static_cast<std::size_t>(std::max(seg.grid, seg.kept_grid)) * seg.part_stride * as);
       } else {
         const ModeDims& d = modes[seg.first];
-        partial = std::max(partial, static_cast<std::size_t>(seg.gemm_chunk * d.p * d.q) * as);
+        const long long parts = seg.natural ? std::max(seg.gemm_chunk, kHeadGradBlocks) : seg.gemm_chunk;
+        partial = std::max(partial, static_cast<std::size_t>(parts * d.p * d.q) * as);
         accum = std::max(accum, static_cast<std::size_t>(d.p * d.q) * as);
       }
     }

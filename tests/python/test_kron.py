@@ -1461,6 +1461,34 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
         assert rel_error(a, w) < tol
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("batch,shapes", [(300, [(8, 8)] * 5), (7, [(64, 4), (16, 16), (16, 16)]),
+                                          (5, [(4, 64), (32, 32), (32, 32)])])
+def test_natural_head_gradient_pass(batch, shapes):
+    """The natural split head's ∂ℓ/∂F on CUDA (kron_head_f32.cu's pass): more work items than
+    blocks (300 rows in 4 chunks each, 1024 blocks: some sum two), heads of 64 × 4 and 4 × 64 (one
+    and sixteen threads per 4 × 4 block of the gradient), against float64; x rows 4 floats apart
+    (no natural split) agree too."""
+    from sparsekern import kron as kron_mod
+
+    device = torch.device("cuda")
+    plan = _plan(batch, shapes, backward=True, device="cuda")
+    assert plan.startswith(f"fused modes 1-{len(shapes) - 1}") and plan.count("order=natural") == 2, plan
+    x, fs = _make(batch, shapes, torch.float32, device)
+    g = randn(batch, math.prod(q for _, q in shapes), device=device)
+    x6, f6 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], g.double())
+    tol = 4 * tolerance(torch.float32)
+    got = kron_mod._backward(x, fs, g, [True] * (len(fs) + 1))
+    for a, w in zip(got, want):
+        assert rel_error(a, w) < tol
+    N = x.shape[1]
+    xp = randn(batch, N + 4, device=device)[:, :N]
+    xp.copy_(x)
+    got = kron_mod._backward(xp, fs, g, [False, True] + [False] * (len(fs) - 1))
+    assert rel_error(got[1], want[1]) < tol
+
+
 def test_natural_backward_overrides_steps_rule():
     """Where the native backward is the natural split, the Python layer keeps it even where the
     shape rule would pick the step-wise backward ((p·q ≥ 1024) × 3); not for padded rows, fp64
