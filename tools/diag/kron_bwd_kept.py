@@ -6,6 +6,7 @@ import math
 import sys
 
 import torch
+from graphtime import graph_time  # this folder (python puts a script's folder on sys.path)
 
 from sparsekern import kron as K
 
@@ -21,27 +22,6 @@ for _ in range(3):
     y, saved = K._forward(x, fs, save=True)
     K._backward(x, fs, g, needs, saved)
 torch.cuda.synchronize()
-
-
-def graph_time(fn, n=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-        gr = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(gr, stream=s):
-            for _ in range(n):
-                fn()
-    torch.cuda.current_stream().wait_stream(s)
-    ts = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        gr.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / n)
-    return sorted(ts)[2]
 
 
 if "--time" in sys.argv:

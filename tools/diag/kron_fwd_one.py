@@ -6,6 +6,7 @@ import math
 import sys
 
 import torch
+from graphtime import graph_time  # this folder (python puts a script's folder on sys.path)
 
 from sparsekern import _C, kron_matmul
 
@@ -20,27 +21,6 @@ fs = [torch.randn(p, p, device=dev) / math.sqrt(p) for p in ps]
 for _ in range(3):
     y = kron_matmul(x, fs)
 torch.cuda.synchronize()
-
-
-def graph_time(fn, n=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            for _ in range(n):
-                fn()
-    torch.cuda.current_stream().wait_stream(s)
-    ts = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / n)
-    return sorted(ts)[2]
 
 
 if "--time" in sys.argv:

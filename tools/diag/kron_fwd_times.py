@@ -5,33 +5,13 @@ import math
 import sys
 
 import torch
+from graphtime import graph_time  # this folder (python puts a script's folder on sys.path)
 
 from sparsekern import kron as K
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device("cuda")
 save = "--save" in sys.argv
-
-
-def graph_time(fn, n=50):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            for _ in range(n):
-                fn()
-    torch.cuda.current_stream().wait_stream(s)
-    ts = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3 / n)
-    return sorted(ts)[2]
 
 
 for case in [a for a in sys.argv[1:] if not a.startswith("--")]:

@@ -51,6 +51,34 @@ diag_begin_wheel() {
   cd /tmp
   diag_start
 }
+# diag_ab_wheels CMD [ARG...]: runs CMD four times, alternating the previous commit's wheel
+# (carried in .whl312_old/) and this one's (.whl312/): old, new, old, new, an interleaved A/B on one
+# warm machine. The first install also empties $OUT, prints the GPU and starts the clock (cap);
+# AB_ROUND (1 or 2) tells CMD which round it is in. CMD is typically a function of the script
+# that wraps its command in `timeout $(cap N)`.
+diag_ab_wheels() {
+  local w
+  for AB_ROUND in 1 2; do
+    for w in old new; do
+      if [ $w = old ]; then
+        python3 -m pip install -q --no-deps --no-index --force-reinstall $R/.whl312_old/sparsekern-*.whl > /tmp/inst.txt 2>&1 || { tail -3 /tmp/inst.txt; exit 1; }
+      else
+        diag_install_wheel > /dev/null
+      fi
+      [ $AB_ROUND = 1 ] && [ $w = old ] && { rm -f $OUT/*; diag_env; cd /tmp; diag_start; }
+      echo "== round $AB_ROUND, $w wheel"
+      "$@"
+    done
+  done
+}
+# diag_kron_bwd_sanitize LIMIT_M LIMIT_R: compute-sanitizer memcheck (every case) and racecheck
+# (the small ones) of the register-tile backward (tools/diag/kron_bwd_fast_check.py), a line each.
+diag_kron_bwd_sanitize() {
+  timeout $(cap $1) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/kron_bwd_fast_check.py > /tmp/san_m.txt 2>&1
+  echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_m.txt) $(grep -c ' ok$' /tmp/san_m.txt) ok $(grep -c WRONG /tmp/san_m.txt) wrong"
+  timeout $(cap $2) compute-sanitizer --tool racecheck --error-exitcode 3 python3 $R/tools/diag/kron_bwd_fast_check.py small > /tmp/san_r.txt 2>&1
+  echo "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY' /tmp/san_r.txt) $(grep -c ' ok$' /tmp/san_r.txt) ok $(grep -c WRONG /tmp/san_r.txt) wrong"
+}
 # diag_begin: the usual start of a call: build (stopping on failure), empty $OUT, the GPU and
 # versions, work from /tmp, start the clock.
 diag_begin() {

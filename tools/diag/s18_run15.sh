@@ -5,18 +5,8 @@
 # forcing stages=2 and stages=3). Measured slower; the change was not committed.
 source "$(dirname "$0")/lib.sh"
 CASES=("1024 16,16,16" "1024 8,8,8,8" "256 16,16,16,16" "4096 8,8,8,8" "256 8,8,8,8,8")
-for round in 1 2; do
-  for w in old new; do
-    if [ $w = old ]; then
-      python3 -m pip install -q --no-deps --no-index --force-reinstall $R/.whl312_old/sparsekern-*.whl > /tmp/inst.txt 2>&1 || { tail -3 /tmp/inst.txt; exit 1; }
-    else
-      diag_install_wheel > /dev/null
-    fi
-    [ $round = 1 ] && [ $w = old ] && { rm -f $OUT/*; diag_env; cd /tmp; diag_start; }
-    echo "== round $round, $w wheel"
-    timeout $(cap 200) python3 $R/tools/diag/kron_fwd_times.py "${CASES[@]}"
-  done
-done
+ab_times() { timeout $(cap 200) python3 $R/tools/diag/kron_fwd_times.py "${CASES[@]}"; }
+diag_ab_wheels ab_times
 diag_kron_cuda_tests 300
 diag_kron_small_sanitize 420 memcheck
 diag_kron_small_sanitize 540 racecheck

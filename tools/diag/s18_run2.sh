@@ -4,18 +4,8 @@
 # kron CUDA tests, compute-sanitizer over the forward's plan variants, and the new kernel's stalls.
 source "$(dirname "$0")/lib.sh"
 CASES=("16 32,32" "1024 32,32" "1024 64,64" "4096 64,64" "128 32,32,32" "32 128,128")
-for round in 1 2; do
-  for w in old new; do
-    if [ $w = old ]; then
-      python3 -m pip install -q --no-deps --no-index --force-reinstall $R/.whl312_old/sparsekern-*.whl > /tmp/inst.txt 2>&1 || { tail -3 /tmp/inst.txt; exit 1; }
-    else
-      diag_install_wheel > /dev/null
-    fi
-    [ $round = 1 ] && [ $w = old ] && { rm -f $OUT/*; diag_env; cd /tmp; diag_start; }
-    echo "== round $round, $w wheel"
-    timeout $(cap 200) python3 $R/tools/diag/kron_fwd_times.py "${CASES[@]}" $([ $round = 2 ] && echo --save)
-  done
-done
+ab_times() { timeout $(cap 200) python3 $R/tools/diag/kron_fwd_times.py "${CASES[@]}" $([ $AB_ROUND = 2 ] && echo --save); }
+diag_ab_wheels ab_times
 diag_kron_cuda_tests 420
 timeout $(cap 470) compute-sanitizer --tool memcheck python3 $R/tools/diag/kron_race.py > /tmp/san_m.txt 2>&1
 echo "memcheck: $(grep -E 'ERROR SUMMARY|kron_race:' /tmp/san_m.txt | tr '\n' ' ')"
