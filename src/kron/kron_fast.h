@@ -15,8 +15,9 @@
 //   - keeps one chunk buffer: a step reads it into registers, all threads meet at a barrier, then
 //     write their tiles back in place (outputs per step ≤ 256 threads × the tile), so a block holds
 //     twice the rows of a ping-pong design in the same shared memory;
-//   - loads X with 16-byte cp.async in its natural order (the last mode reads each row of X as
-//     16-byte vectors along k), one tile ahead when two tiles fit (`nstage` = 2), else during the
+//   - loads X with 16-byte cp.async in its natural order (4-byte ones where x's rows are not
+//     16-byte aligned or p is not a multiple of 4; the last mode reads each row of X as 16-byte
+//     vectors along k), one tile ahead when two tiles fit (`nstage` = 2), else during the
 //     steps after the last mode, so the global loads of tile i+1 overlap the arithmetic of tile i.
 //     Until session 18 X went through 4-byte copies into a transposed (k-major) layout: four times
 //     the copy instructions plus their index arithmetic, ~15% of the stall samples of 4096 ×
@@ -38,10 +39,11 @@
 //     hstride ≡ s_t (mod 32) when s_t < 32, so the 16-byte vectors that one half-warp reads from
 //     neighbouring hi blocks (runs of s_t / 4 vectors) land in different bank groups
 //     (e.g. (16,16,16): s = 16, hstride 272; (8,8,8,8): s = 8, hstride 72).
-//   - factor t: p_t × qpad_t, row-major, columns past q_t zero.
+//   - factor t: p_t × qpad_t, row-major, columns past q_t zero; the last factor p4 rows, zeros past p.
 //
 // Lane layout of a warp tile (qpad × TN·LN): LJ = qpad / TM lanes along j, LN = 32 / LJ along n; a
-// thread owns j ∈ {4·jg + 4·LJ·w + u} and n ∈ {4·ln + 4·LN·v + u}. Lane bit 0 is a jg bit and bit 1
+// thread owns j ∈ {4·jg + 4·LJ·w + u} and n ∈ {4·ln + 4·LN·v + u} (the last step, whose B vectors run
+// along k: n ∈ {ln + LN·i}, see fast_step_last). Lane bit 0 is a jg bit and bit 1
 // an ln bit, so lanes (i, i^1) load the same B vector and lanes (i, i^2) the same factor vector:
 // the two pairings under which shared memory returns two registers per lane-clock.
 //
