@@ -265,16 +265,17 @@ SK_KRON_FN void fast_mma_acc(const float* fa, int astride, const float* const (&
   }
 }
 
-/// acc = Σ_k F[k, j-tile] ⊗ B(k, n-tile) for a factor copy F (rows QP apart).
+/// acc = Σ_k F[k, j-tile] ⊗ B(k, n-tile) for a factor copy F (rows `astride` apart: QP, or QP + 4
+/// for the backward's padded transposed copies).
 template <int TM, int TN, int QP>
 SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int bstride, int K,
-                         float (&acc)[TM][TN]) {
+                         float (&acc)[TM][TN], int astride = QP) {
   SK_KRON_UNROLL
   for (int i = 0; i < TM; ++i) {
     SK_KRON_UNROLL
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
   }
-  fast_mma_acc<TM, TN, QP>(fa, QP, b, bstride, K, acc);
+  fast_mma_acc<TM, TN, QP>(fa, astride, b, bstride, K, acc);
 }
 
 /// Starts the copies of every factor into shared memory as p × qpad (row-major, columns past q

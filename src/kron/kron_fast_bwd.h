@@ -117,18 +117,6 @@ SK_KRON_FN void fb_copy_transposed(const float* f, long long rs, long long cs, i
   }
 }
 
-/// fast_mma with a transposed factor copy as A: rows QP + 4 apart (fb_copy_transposed).
-template <int TM, int QP>
-SK_KRON_FN void fb_mma_padded(const float* fa, const float* const (&b)[TM / 4], int bstride, int K,
-                              float (&acc)[TM][TM]) {
-  SK_KRON_UNROLL
-  for (int i = 0; i < TM; ++i) {
-    SK_KRON_UNROLL
-    for (int j = 0; j < TM; ++j) acc[i][j] = 0.0f;
-  }
-  fast_mma_acc<TM, TM, QP>(fa, QP + 4, b, bstride, K, acc);
-}
-
 /// Starts the factor copies (cp.async, as kron_fast.h's fast_load_factors, for the same reason):
 /// F1 [i1][j1] (pitch q1p; not when T0 is kept), F0ᵀ [j0][i0] (pitch p0p + 4), F1ᵀ [j1][i1] (pitch
 /// p1p + 4), padding zero-filled. The widths are powers of two.
@@ -213,7 +201,7 @@ SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, const float* s
     fb_g1_cols<TM, QP>(a, g, v, c, lo);
     b[v] = dn + c * Q + lo;
   }
-  fb_mma_padded<TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc);
+  fast_mma<TM, TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc, QP + 4);  // F0ᵀ: pitch p0p + 4
 }
 
 /// Writes the G1 step's registers to GN[(c·p0 + i0)·gnp + j1] and GT[j1·rb + c·p0 + i0].
@@ -259,7 +247,7 @@ SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt
   const float* b[TM / 4];
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) b[v] = gt + (g.nv[v] < n_cols ? g.nv[v] : 0);
-  fb_mma_padded<TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc);
+  fast_mma<TM, TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc, QP + 4);  // F1ᵀ: pitch p1p + 4
   const long long m0 = tile * a.chunks;
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {

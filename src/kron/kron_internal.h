@@ -213,6 +213,8 @@ struct HeadGradArgs {
 /// Most blocks (partial sums) of the head's ∂ℓ/∂F pass; backward plans with a natural split size
 /// their partial workspace for that many.
 constexpr long long kHeadGradBlocks = 1024;
+/// Largest p·q of a head the pass takes (larger heads stay on cuBLAS: kron_matmul.cpp says why).
+constexpr long long kHeadGradMaxPQ = 256;
 
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
 struct FastBwdArgs {

@@ -368,10 +368,8 @@ void reduce_fused_partials(const Run& r, const Segment& seg, const MutableMatrix
   if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
 }
 
-/// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
-/// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
 /// Whether the natural split head's ∂ℓ/∂F runs as kron_head_f32.cu's pass: CUDA, fp32, p and q
-/// powers of two from 4 to 64 with p·q ≤ 256, L a multiple of 4 and 16-byte aligned rows of X and
+/// powers of two from 4 to 64 with p·q ≤ kHeadGradMaxPQ, L a multiple of 4 and 16-byte aligned rows of X and
 /// G. Measured against cuBLAS's strided-batched GEMMs (H100, session 18, device µs of that step):
 /// 16 × 16 heads 67 vs 104 (256 × (16⊗16⊗16⊗16)), 8 × 8 heads ~19 µs less of a 195 µs backward
 /// (256 × (8⊗8⊗8⊗8⊗8)); 32 × 32 heads 42.7 vs 40.9 (128 × (32⊗32⊗32): the pass reads each vector
@@ -380,10 +378,12 @@ bool head_grad_fits(const Run& r, const Segment& seg, long long p, long long q, 
                     const void* g, long long ldg) {
   auto pow2 = [](long long v) { return v >= 4 && v <= 64 && (v & (v - 1)) == 0; };
   return r.device.type == DeviceType::cuda && r.dtype == DType::f32 && seg.natural && seg.L % 4 == 0 &&
-         seg.L <= (1LL << 30) && pow2(p) && pow2(q) && p * q <= 256 && vec_ok(r, x, ldx, 4) &&
+         seg.L <= (1LL << 30) && pow2(p) && pow2(q) && p * q <= detail::kHeadGradMaxPQ && vec_ok(r, x, ldx, 4) &&
          vec_ok(r, g, ldg, 4);
 }
 
+/// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
+/// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
 void segment_backward(const Run& r, const Segment& seg, const void* x, long long ldx, const void* g,
                       long long ldg, void* gx, long long ldgx, const MutableMatrixView* grad_factors,
                       char* partial, void* acc, const void* t0 = nullptr) {
@@ -517,7 +517,8 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
       hg.q = static_cast<int>(q);
       hg.partial = reinterpret_cast<float*>(partial);
       const long long lv = L / 4;
-      hg.lc = static_cast<int>(std::clamp<long long>((detail::kHeadGradBlocks + M - 1) / M, 1, std::max<long long>(lv / 64, 1)));
+      hg.lc = static_cast<int>(
+          std::clamp<long long>((detail::kHeadGradBlocks + M - 1) / M, 1, std::max<long long>(lv / 64, 1)));
       const long long grid = std::min(M * hg.lc, detail::kHeadGradBlocks);
       if (!r.be->head_grad(hg, grid, r.device, r.stream))
         throw InvalidArgument("kron: internal error: the head's gradient pass is not on this device");

@@ -93,13 +93,7 @@ SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long l
     for (int k = 0; k < per_row; ++k, src += step) {
       float* const dst = drow + (s0 ^ small_swz(k * step));
       if (kFwd ? a.vec_x != 0 : vec != 0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-        const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(valid ? 16 : 0)
-                     : "memory");
-#else
-        for (int u = 0; u < 4; ++u) dst[u] = valid ? src[u] : 0.0f;
-#endif
+        copy16_async(dst, src, valid);
       } else {
         for (int u = 0; u < 4; ++u) copy4_async(dst + u, src + u, valid);
       }
