@@ -209,6 +209,21 @@ SK_KRON_FN void with_qpad(int qpad, F&& f) {
   }
 }
 
+/// with_qpad in a program specialised to one factor width: U ≠ 0 when every width the program
+/// dispatches on equals U (kron_fast_bwd.h's fb_uniform_qpad), so each step compiles once instead
+/// of once per width; U = 0 dispatches at run time. (The register-tile forward specialised this way
+/// measured slower for U = 64: H100, 1024 × (64 ⊗ 64) 37.1-37.5 → 38.2-38.4 µs, 4096 rows 131.4-132.0
+/// → 134.7-136.0, tools/diag/s19_run4.sh; ptxas gave it 168 registers instead of 216.)
+template <int U, class F>
+SK_KRON_FN void with_qpad_u(int qpad, F&& f) {
+  if constexpr (U != 0) {
+    (void)qpad;
+    f(IntC<U>{});
+  } else {
+    with_qpad(qpad, f);
+  }
+}
+
 /// Calls f(IntC<8>), f(IntC<16>) or f(IntC<32>): the smallest bound ≥ p, for the kernels
 /// instantiated per largest factor width (the small-factor kernels, kron_head.h's pass; p ≤ 32).
 /// Host code: the launchers and the CPU backend's block loop.

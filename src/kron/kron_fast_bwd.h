@@ -137,20 +137,24 @@ SK_KRON_FN void fb_load_factors(const FastBwdArgs& a, float* sm, int tid, int nt
 
 /// Starts the copies of tile `tile`'s inputs into stage buffer `in`: part 1 = XT (or, T0 kept, T0T)
 /// and DN, part 2 = XN and DT (phase B reads part 2 and T0T).
-SK_KRON_FN void fb_issue(const FastBwdArgs& a, float* in, long long tile, int part, int tid, int nt) {
+/// (fb_issue_sel: any subset of the four buffers.)
+SK_KRON_FN void fb_issue_sel(const FastBwdArgs& a, float* in, long long tile, bool first, bool dn, bool xn, bool dt,
+                             int tid, int nt) {
   const long long m0 = tile * a.chunks;
   const int C = a.chunks;
-  if (part & 1) {
+  if (first) {
     if (a.t0 != nullptr)  // T0T[(c·q1 + j1)·ttp + i0] from T0's rows (i0, j1)
       fb_issue_t(a.t0, a.ldt0, a.p0, a.q1, a.ttp, a.q1 * a.ttp, a.M, m0, C, in + a.in_t0t, tid, nt);
     else
       fb_issue_t(a.x, a.ldx, a.p0, a.p1, a.rb, a.p0, a.M, m0, C, in, tid, nt);
-    fb_issue_rows(a.g, a.ldg, a.q0 * a.q1, a.vec_g != 0, a.M, m0, C, in + a.in_dn, tid, nt);
   }
-  if (part & 2) {
-    fb_issue_rows(a.x, a.ldx, a.p0 * a.p1, a.vec_x != 0, a.M, m0, C, in + a.in_xn, tid, nt);
-    fb_issue_t(a.g, a.ldg, a.q0, a.q1, a.dtp, a.q1 * a.dtp, a.M, m0, C, in + a.in_dt, tid, nt);
-  }
+  if (dn) fb_issue_rows(a.g, a.ldg, a.q0 * a.q1, a.vec_g != 0, a.M, m0, C, in + a.in_dn, tid, nt);
+  if (xn) fb_issue_rows(a.x, a.ldx, a.p0 * a.p1, a.vec_x != 0, a.M, m0, C, in + a.in_xn, tid, nt);
+  if (dt) fb_issue_t(a.g, a.ldg, a.q0, a.q1, a.dtp, a.q1 * a.dtp, a.M, m0, C, in + a.in_dt, tid, nt);
+}
+
+SK_KRON_FN void fb_issue(const FastBwdArgs& a, float* in, long long tile, int part, int tid, int nt) {
+  fb_issue_sel(a, in, tile, (part & 1) != 0, (part & 1) != 0, (part & 2) != 0, (part & 2) != 0, tid, nt);
 }
 
 /// T0 step: Out(j1, n = (c, i0)) = Σ_i1 F1[i1, j1] XT[i1, n] → T0T[(c·q1 + j1)·ttp + i0].
@@ -371,22 +375,37 @@ SK_KRON_FN void fb_grad_reduce(const float* scratch, int splits, int pq, float* 
   }
 }
 
-/// The block program (`Exec` as in kron_fast.h; regs is the thread's FastBwdRegs<TM>).
-template <int TM, class Exec>
+/// The padded width every step of the backward dispatches on (q0p, q1p, p0p, p1p) when they are all
+/// 32 or all 64 (the kernels specialised to it), else 0.
+inline int fb_uniform_qpad(const FastBwdArgs& a) {
+  const int u = a.q0p;
+  return a.q1p == u && a.p0p == u && a.p1p == u && (u == 32 || u == 64) ? u : 0;
+}
+
+/// The block program (`Exec` as in kron_fast.h; regs is the thread's FastBwdRegs<TM>). U: the width
+/// every step has (fb_uniform_qpad), or 0 for any.
+template <int TM, int U, class Exec>
 SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, float* sm, long long block,
                                             long long grid) {
   using Regs = FastBwdRegs<TM>;
   const int nt = ex.nthreads();
   const bool two = a.nstage == 2;
+  const bool late = a.alias && !two;
   ex.phase([&](int tid, Regs& r) {
     SK_KRON_UNROLL
     for (int i = 0; i < 4; ++i) {
       SK_KRON_UNROLL
       for (int j = 0; j < 4; ++j) r.df0[i][j] = r.df1[i][j] = 0.0f;
     }
-    if (block < a.ntiles) fb_issue(a, sm + a.off_in[0], block, 3, tid, nt);
+    // `late` (T0 kept, G1 over DN and DT, one stage): XN, which only phase B reads, is a copy group
+    // of its own that phase A's arithmetic covers (see W below).
+    if (block < a.ntiles) fb_issue_sel(a, sm + a.off_in[0], block, true, true, !late, true, tid, nt);
     fb_load_factors(a, sm, tid, nt);
     async_commit();
+    if (late) {
+      if (block < a.ntiles) fb_issue_sel(a, sm + a.off_in[0], block, false, false, true, false, tid, nt);
+      async_commit();
+    }
   });
   long long i = 0;
   for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
@@ -400,6 +419,16 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       if (two) {
         if (next < a.ntiles) fb_issue(a, sm + a.off_in[cur ^ 1], next, 3, tid, nt);
         async_commit();
+        async_wait<1>();
+      } else if (late) {
+        // DN and DT now (phase B read G1 there until the barrier before this phase), T0T since the
+        // previous tile's phase B; XN in flight until the end of phase A.
+        if (i > 0) {
+          fb_issue_sel(a, in, tile, false, true, false, true, tid, nt);
+          async_commit();
+          fb_issue_sel(a, in, tile, false, false, true, false, tid, nt);
+          async_commit();
+        }
         async_wait<1>();
       } else {
         if (i > 0) fb_issue(a, in, tile, a.alias ? 3 : 2, tid, nt);
@@ -415,15 +444,15 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
     float* const gn = a.alias ? in + a.in_dn : sm + a.off_gn;
     float* const gt = a.alias ? in + a.in_dt : sm + a.off_gt;
     auto grad0 = [&](int tid, Regs& r) {
-      with_qpad(a.q0p, [&](auto qp) {
+      with_qpad_u<U>(a.q0p, [&](auto qp) {
         fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, kept ? in + a.in_t0t : sm + a.off_t0t, a.ttp, a.p0,
                                      a.chunks * a.q1, tid, nt, r.df0);
       });
     };
     ex.phase([&](int tid, Regs& r) {
       if (!kept)
-        with_qpad(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
-      with_qpad(a.p0p, [&](auto qp) {
+        with_qpad_u<U>(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
+      with_qpad_u<U>(a.p0p, [&](auto qp) {
         fb_step_g1<TM, decltype(qp)::value>(a, in + a.in_dn, sm, tid, r.acc);
         if (!a.alias) fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc);
       });
@@ -431,19 +460,26 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
     });
     if (a.alias) {
       ex.phase([&](int tid, Regs& r) {
-        with_qpad(a.p0p, [&](auto qp) { fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc); });
+        with_qpad_u<U>(a.p0p, [&](auto qp) { fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc); });
+        if (late) async_wait<0>();  // XN, for phase B
       });
     }
     // B: ∂ℓ/∂F1, ∂X and (T0 recomputed) ∂ℓ/∂F0. With one stage (and no alias), part 1 of the
     // inputs (XT or T0T, and DN) is free now: the next tile's copies into it start first.
+    // `late`: T0T, which only phase A reads, takes the next tile's copy now.
     const bool issue = !two && !a.alias && next < a.ntiles;
+    const bool issue_t0t = late && next < a.ntiles;
     ex.phase([&](int tid, Regs& r) {
       if (issue) {
         fb_issue(a, in, next, 1, tid, nt);
         async_commit();
       }
+      if (issue_t0t) {
+        fb_issue_sel(a, in, next, true, false, false, false, tid, nt);
+        async_commit();
+      }
       if (!kept) grad0(tid, r);
-      with_qpad(a.q1p, [&](auto qp) {
+      with_qpad_u<U>(a.q1p, [&](auto qp) {
         constexpr int QP = decltype(qp)::value;
         if constexpr (QP >= 32) {
           if (a.gn_swz) {
@@ -454,7 +490,7 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
         fb_grad<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
       });
       if (a.gx != nullptr)
-        with_qpad(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, gt, sm, tid, r.acc); });
+        with_qpad_u<U>(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, gt, sm, tid, r.acc); });
     });
   }
   // The block's partial sums: every copy has landed (the last W waited for all of them) and every
@@ -465,8 +501,8 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
   const FbSplit s1 = fb_split(a.q1p, a.p1, nt / 32);
   ex.phase([&](int tid, Regs& r) {
     async_wait<0>();
-    with_qpad(a.q0p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df0, a.p0, a.q0, scratch0, tid, nt); });
-    with_qpad(a.q1p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df1, a.p1, a.q1, scratch1, tid, nt); });
+    with_qpad_u<U>(a.q0p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df0, a.p0, a.q0, scratch0, tid, nt); });
+    with_qpad_u<U>(a.q1p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df1, a.p1, a.q1, scratch1, tid, nt); });
   });
   ex.phase_nosync([&](int tid, Regs&) {
     float* part = a.partial + block * a.part_stride;
