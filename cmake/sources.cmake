@@ -126,6 +126,7 @@ if(SPARSEKERN_WITH_CUDA)
     src/bsr/tc/gen/sdd_h16_32.cu
     src/bsr/tc/gen/sdd_h16_64.cu
     src/bsr/tc/gen/sdd_h16_128.cu
+    src/bsr/tc/gen/sdd_h16_32_g4.cu
     src/bsr/tc/gen/dds_tf32_16_bt.cu
     src/bsr/tc/gen/dds_tf32_16_bn.cu
     src/bsr/tc/gen/dds_tf32_32_bt.cu

@@ -569,9 +569,51 @@ bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sm
 #endif
 }
 
-/// tile = b, except tf32 b = 128: four 64 × 64 tiles (see tc/configs.cuh).
+/// SPARSEKERN_BSR_SDD_GROUP=auto | 0 | 1 (read once per process): whether the SM80 sdd of 16-bit
+/// blocks of 32 runs grouped (tc/kernel.cuh's sdd_group_body: up to four blocks of one block row per
+/// CTA) or one block per CTA: 1 always, 0 never, auto from kSddGroupMinBlocksPerSm blocks per SM.
+/// Returns 1, 0 or -1 (auto).
+int sdd_group_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SDD_GROUP");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+    if (std::strcmp(v, "1") == 0) return 1;
+    if (std::strcmp(v, "0") == 0) return 0;
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_GROUP must be auto, 0 or 1; got '") + v + "'");
+  }();
+  return mode;
+}
+
+/// Blocks per SM from which auto groups. H100 (132 SMs), 8192 x 4096 -> 4096 weight gradient, 16-bit
+/// b = 32, kernel µs one block per CTA -> grouped (tools/diag/s19_run8.sh, s19_run10.sh): d = 0.1
+/// (1638 blocks, 12.4 per SM) 275-279 -> 204-207; d = 0.05 (819 blocks, 6.2 per SM) 115-119 ->
+/// 171-197: a group holds ~2.5 blocks there, and the ~330 CTAs of 8 warps fill the SMs worse than
+/// 819 CTAs of 4. The same grouping of tf32 tiles (b = 32 in fours, 64-wide tiles of b = 64 / 128 in
+/// pairs) measured 7-36% slower at d = 0.05-0.25, so tf32 has no grouped kernel.
+constexpr int kSddGroupMinBlocksPerSm = 8;
+
+/// The grouped SM80 sdd where it applies (false: nothing launched).
 template <bool kTf32>
-void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, void* stream) {
+bool sdd_group_tc_launch(const tc::TcParams& t, int nnz, int block, int device, void* stream) {
+  if constexpr (kTf32) {
+    (void)t, (void)nnz, (void)block, (void)device, (void)stream;
+    return false;
+  } else {
+    const int mode = sdd_group_mode();
+    if (block != 32 || mode == 0) return false;
+    if (mode < 0 && std::int64_t(nnz) < std::int64_t(kSddGroupMinBlocksPerSm) * device_info(device).sms) return false;
+    tc::TcParams p = t;
+    p.nnz = nnz;
+    tc::sdd_group_launch<false, 32, 4>(p, nnz, stream);
+    return true;
+  }
+}
+
+/// tile = b, except tf32 b = 128: four 64 × 64 tiles (see tc/configs.cuh); grouped tiles where
+/// sdd_group_tc_launch takes the product.
+template <bool kTf32>
+void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, int device, void* stream) {
+  if (sdd_group_tc_launch<kTf32>(t, nnz, block, device, stream)) return;
   switch (block) {
     case 16: tc::sdd_launch<kTf32, 16>(t, nnz, stream); return;
     case 32: tc::sdd_launch<kTf32, 32>(t, nnz, stream); return;
@@ -1003,8 +1045,8 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
       }
     }
 #endif
-    if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, stream);
-    else sdd_tc_launch<false>(t, nnz, b, stream);
+    if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, p.device.index, stream);
+    else sdd_tc_launch<false>(t, nnz, b, p.device.index, stream);
     return;
   }
   sdd_simt(p, stream);

@@ -267,10 +267,15 @@ void run_dds(const char* cfg_name, Elem el, int b, std::int64_t m, bool col_majo
 }
 
 /// sdd: out[p] = (A · B)[block p], A (rows × k) M-major (column stride lda), B (k × cols) N-major.
-template <class Cfg>
+/// kG > 0: the grouped kernel (sdd_group_body with kT = Cfg::kBM segments) on a pattern whose rows
+/// hold 4, 1 and 3 blocks (groups cut by block rows and by the aligned chunks of kG / (b / kT)).
+template <class Cfg, int kG = 0>
 void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
-  const int rb = 2, cb = 3, rows = rb * b, cols = cb * b;
-  const std::vector<std::int32_t> brow{0, 0, 1, 1}, bcol{0, 2, 1, 2};
+  const int rb = kG > 0 ? 3 : 2, cb = kG > 0 ? 5 : 3, rows = rb * b, cols = cb * b;
+  const std::vector<std::int32_t> brow = kG > 0 ? std::vector<std::int32_t>{0, 0, 0, 0, 1, 2, 2, 2}
+                                                : std::vector<std::int32_t>{0, 0, 1, 1};
+  const std::vector<std::int32_t> bcol = kG > 0 ? std::vector<std::int32_t>{0, 1, 3, 4, 2, 0, 2, 3}
+                                                : std::vector<std::int32_t>{0, 2, 1, 2};
   const int nnz = int(brow.size());
   const std::int64_t lda = rows + 8, ldb = cols + 8;
   Buffer A(std::size_t(std::max(k, 1) * lda), el.bytes()), B(std::size_t(std::max(k, 1) * ldb), el.bytes());
@@ -302,10 +307,17 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
   prob.add(B.data, B.bytes);
   prob.add(O.data, O.bytes);
   tc::emu::Stats stats;
-  const int per_block = (b / Cfg::kBM) * (b / Cfg::kBM);  // (b/T)² tiles per block
-  for (int cta = 0; cta < nnz * per_block; ++cta) {
+  p.nnz = nnz;
+  // (b/T)² tiles per block, or (grouped) one CTA per block and sub-row
+  const int ctas = nnz * (kG > 0 ? b / Cfg::kBM : (b / Cfg::kBM) * (b / Cfg::kBM));
+  for (int cta = 0; cta < ctas; ++cta) {
     tc::emu::Block block(Cfg::kThreads, Cfg::kSmemBytes, mode, prob, stats);
-    block.run([&](int tid) { tc::sdd_body<Cfg>(p, tid, cta, block.smem()); });
+    block.run([&](int tid) {
+      if constexpr (kG > 0)
+        tc::sdd_group_body<Cfg, Cfg::kBM, kG>(p, tid, cta, block.smem());
+      else
+        tc::sdd_body<Cfg>(p, tid, cta, block.smem());
+    });
   }
   double num = 0, den = 0;
   bool finite = true;
@@ -362,6 +374,15 @@ void sdd_config(const char* name, int block = kTile) {
   run_sdd<Cfg>(name, elems[0], block, 96, CopyMode::kDeferred);
 }
 
+template <bool kTf32, int kT, int kG>
+void sdd_group_config(const char* name, int block = kT) {
+  using Cfg = typename tc::SddGroupConfig<kTf32, kT, kG>::type;
+  const std::vector<Elem> elems = kTf32 ? std::vector<Elem>{{2}} : std::vector<Elem>{{0}, {1}};
+  for (CopyMode mode : {CopyMode::kDeferred, CopyMode::kImmediate})
+    for (const Elem& el : elems) run_sdd<Cfg, kG>(name, el, block, 45, mode);
+  run_sdd<Cfg, kG>(name, elems[0], block, 0, CopyMode::kDeferred);
+}
+
 }  // namespace
 
 int main() {
@@ -391,5 +412,6 @@ int main() {
   sdd_config<true, 32>("sdd tf32 32");
   sdd_config<true, 64>("sdd tf32 64");
   sdd_config<true, 64>("sdd tf32 64 (b=128)", 128);  // tf32 blocks of 128 run four 64-tiles
+  sdd_group_config<false, 32, 4>("sdd h16 32 g4");
   return sk_test::summary("test_bsr_tc_emulation");
 }

@@ -762,6 +762,69 @@ def test_sdd_tma_shapes(device, block, dtype, pattern_kind):
         assert rel_error(out.to_dense(), ref) <= tol(dtype, device)
 
 
+@pytest.mark.parametrize("block", [32, 64, 128])
+@pytest.mark.parametrize("dtype", ["tf32", torch.float16, torch.bfloat16], ids=["tf32", "f16", "bf16"])
+def test_sdd_grouped_rows(device, block, dtype):
+    """Block rows of 9, 1, 0 and 5 blocks: the grouped SM80 sdd (16-bit b = 32 on CUDA: four blocks of
+    one row side by side in a CTA, groups cut at aligned chunks of the coordinate list and at row
+    ends) and the other sdd kernels, against float64, k a multiple of the k-slice and not."""
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        _sdd_grouped_rows(device, block, torch.float32 if dtype == "tf32" else dtype)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+def _sdd_grouped_rows(device, block, dtype):
+    mask = torch.zeros(4, 9, dtype=torch.bool)
+    mask[0, :] = True
+    mask[1, 4] = True
+    mask[3, [0, 2, 5, 6, 8]] = True
+    pattern = make_matrix(4 * block, 9 * block, block, 0.5, dtype, device, mask=mask)
+    dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+    for k in (45, 200):
+        a = randn(4 * block, k, dtype=dtype, device=device)
+        b = randn(k, 9 * block, dtype=dtype, device=device)
+        out = bsr.sdd(a, b, pattern)
+        ref = (a.double() @ b.double()) * dense_mask
+        assert rel_error(out.to_dense(), ref) <= tol(dtype, device)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("group", ["0", "1"])
+def test_sdd_group_each(group):
+    """SPARSEKERN_BSR_SDD_GROUP=0 / 1 (read once per process; the dense sdd path off) runs the SM80
+    sdd of 16-bit blocks of 32 one block per CTA or grouped (auto groups only from 8 blocks per SM,
+    more than these tests' patterns hold): test_sdd_grouped_rows and test_sdd on CUDA in a fresh
+    process; a malformed value raises a ValueError naming the variable."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    code = (
+        "import sys, pytest\n"
+        "sys.path.insert(0, %r)\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-m', 'cuda', '-k',\n"
+        "                    'sdd_grouped_rows or (test_sdd and not dense and not tma and not tf32_layouts "
+        "and not each and not workspace)', %r])\n"
+        "print('ok' if code == 0 else 'failed')\n"
+        % (str(__import__("pathlib").Path(__file__).parent), __file__))
+    out = run_python(code, timeout=300, SPARSEKERN_BSR_SDD_GROUP=group, SPARSEKERN_BSR_SDD_DENSE="0")
+    assert out.returncode == 0 and "ok" in out.stdout and "passed" in out.stdout, (out.stdout[-3000:],
+                                                                                   out.stderr[-3000:])
+    if group == "1":
+        bad = (
+            "import torch\n"
+            "from sparsekern import BlockSparseMatrix, bsr\n"
+            "p = BlockSparseMatrix.random((128, 128), 32, 0.5, dtype=torch.float16).to('cuda')\n"
+            "a = torch.randn(128, 40, dtype=torch.float16, device='cuda')\n"
+            "try:\n"
+            "    bsr.sdd(a, a.t().contiguous(), p)\n"
+            "except ValueError as e:\n"
+            "    print('raised:', e)\n")
+        out = run_python(bad, timeout=120, SPARSEKERN_BSR_SDD_GROUP="4", SPARSEKERN_BSR_SDD_DENSE="0")
+        assert "raised:" in out.stdout and "SPARSEKERN_BSR_SDD_GROUP" in out.stdout, (out.stdout, out.stderr[-2000:])
+
+
 @pytest.mark.parametrize("block", BLOCKS)
 @pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
 @pytest.mark.parametrize("transpose", [False, True], ids=["P", "Pt"])

@@ -43,4 +43,20 @@ struct SddConfig {
   using type = KernelConfig<kTf32, kTile, kTile, 32, kWM, kWN, kStages, Major::MN, Major::MN>;
 };
 
+/// Grouped sdd tile (sdd_group_body): kT rows × kG segments of kT columns, 2 × kWN warps: 16 × 32
+/// warp tiles for kT = 32 (kG per row), 32 × 32 for kT = 64. Instantiated for 16-bit kT = 32,
+/// kG = 4 (8 warps, 104 registers): the b = 32 weight gradient, whose 32 × 32 tiles read two k-slices
+/// of 32 per 32 × 32 outputs. Measured and not instantiated (H100, session 19): tf32 kT = 32 / kG = 4
+/// and kT = 64 / kG = 2 were 7-36% slower than one tile per CTA (the tf32 kernel is not bound by
+/// L2 traffic), and tf32 kT = 64 / kG = 4 spilled (255 registers). 4 stages, 3 past 32 KB a stage.
+template <bool kTf32, int kT, int kG>
+struct SddGroupConfig {
+  static_assert(kT == 32 || kT == 64, "grouped sdd tiles: kT = 32 or 64");
+  static constexpr int kWM = 2;
+  static constexpr int kWN = kT == 64 ? 2 * kG : kG;
+  static constexpr int kStageBytes = (kT + kG * kT) * 32 * (kTf32 ? 4 : 2);
+  static constexpr int kStages = kStageBytes > 32 * 1024 ? 3 : 4;
+  using type = KernelConfig<kTf32, kT, kG * kT, 32, kWM, kWN, kStages, Major::MN, Major::MN>;
+};
+
 }  // namespace sparsekern::bsr::tc

@@ -362,6 +362,28 @@ CUTE_HOST_DEVICE void store_vec(void* dst, const float* v, bool bf16) {
   *reinterpret_cast<uint4*>(dst) = uint4{w[0], w[1], w[2], w[3]};
 }
 
+/// The first half of the epilogue: the accumulators into shared memory as an fp32 kBM × kBN tile
+/// (row stride kEpiStride), then a barrier.
+template <class Cfg>
+CUTE_HOST_DEVICE void epilogue_stage(const Accumulators<Cfg>& acc, int tid, char* smem) {
+  constexpr int kStride = Cfg::kEpiStride;
+  float* s = reinterpret_cast<float*>(smem);
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int m0 = (warp / Cfg::kWN) * Cfg::kTM, n0 = (warp % Cfg::kWN) * Cfg::kTN;
+  CUTE_UNROLL
+  for (int i = 0; i < Cfg::kMAtoms; ++i) {
+    CUTE_UNROLL
+    for (int j = 0; j < Cfg::kNAtoms; ++j) {
+      float* p = s + (m0 + i * 16 + g) * kStride + n0 + j * 8 + 2 * t;
+      p[0] = acc.c[i][j][0];
+      p[1] = acc.c[i][j][1];
+      p[8 * kStride] = acc.c[i][j][2];
+      p[8 * kStride + 1] = acc.c[i][j][3];
+    }
+  }
+  sync_threads();
+}
+
 /// Writes the accumulators (plus an optional bias per column) to the C tile through shared memory
 /// (fp32), so global stores are 16-byte vectors along C's contiguous dim. C(r, c) is element
 /// r·ldc + c (row-major) or r + c·ldc (col_major) of `c_tile`; rows r >= rows_valid are skipped.
@@ -371,23 +393,8 @@ CUTE_HOST_DEVICE void epilogue(const Accumulators<Cfg>& acc, int tid, char* smem
                                std::int64_t ldc, bool col_major, std::int64_t rows_valid,
                                const void* bias, bool bf16) {
   constexpr int kBM = Cfg::kBM, kBN = Cfg::kBN, kVec = Cfg::kOutVec, kStride = Cfg::kEpiStride;
-  float* s = reinterpret_cast<float*>(smem);
-  {
-    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-    const int m0 = (warp / Cfg::kWN) * Cfg::kTM, n0 = (warp % Cfg::kWN) * Cfg::kTN;
-    CUTE_UNROLL
-    for (int i = 0; i < Cfg::kMAtoms; ++i) {
-      CUTE_UNROLL
-      for (int j = 0; j < Cfg::kNAtoms; ++j) {
-        float* p = s + (m0 + i * 16 + g) * kStride + n0 + j * 8 + 2 * t;
-        p[0] = acc.c[i][j][0];
-        p[1] = acc.c[i][j][1];
-        p[8 * kStride] = acc.c[i][j][2];
-        p[8 * kStride + 1] = acc.c[i][j][3];
-      }
-    }
-  }
-  sync_threads();
+  const float* s = reinterpret_cast<const float*>(smem);
+  epilogue_stage<Cfg>(acc, tid, smem);
 
   char* c_bytes = static_cast<char*>(c_tile);
   float v[kVec];
@@ -551,6 +558,107 @@ CUTE_HOST_DEVICE void sdd_body(const TcParams& p, int tid, int cta, char* smem) 
   char* out = static_cast<char*>(p.out_values) +
               (std::int64_t(blk) * b * b + std::int64_t(m_off) * b + n_off) * Cfg::kOutBytes;
   epilogue<Cfg>(acc, tid, smem, out, b, false, kT, nullptr, p.bf16);
+}
+
+/// Grouped sdd (sdd_group_body): the CTA's output tile is kG segments of kT columns side by side,
+/// each a kT × kT tile of one block (blocks of one block row, so they share the A rows), with
+/// kBN = kG · kT. Segments past the group's are zero-filled and not stored.
+template <class Cfg, int kT, int kG>
+struct SddGroupTiles {
+  using E = typename Cfg::Element;
+  using B = typename Cfg::B;
+  static constexpr int kBK = Cfg::kBK;
+  static_assert(Cfg::kBN == kG * kT && kT % B::kVec == 0, "segments hold whole vectors");
+  const E* a;
+  std::int64_t lda;
+  const E* b;              // B at its first row
+  std::int64_t ldb;
+  std::int64_t col[kG];    // first column of each segment in B
+  int segs;                // segments present (1 … kG)
+  int k, k0;
+
+  /// col[seg] through selects (a run-time index into col would put the array in local memory).
+  CUTE_HOST_DEVICE std::int64_t seg_col(int seg) const {
+    std::int64_t r = col[0];
+    CUTE_UNROLL
+    for (int i = 1; i < kG; ++i) r = seg == i ? col[i] : r;
+    return r;
+  }
+
+  CUTE_HOST_DEVICE int count() const { return (k + kBK - 1) / kBK; }
+
+  CUTE_HOST_DEVICE void load(E* sA, E* sB, int tid) {
+    Cfg::A::template load<true>(a + k0 * lda, lda, sA, tid, k - k0);
+    // B as OperandTile::load (lines are k, 16-byte vectors along n), each vector from its segment.
+    const int lines_valid = k - k0;
+    const E* bk = b + k0 * ldb;
+    CUTE_UNROLL
+    for (int it = 0; it < B::kIters; ++it) {
+      const int v = tid + it * Cfg::kThreads;
+      if (B::kVecs % Cfg::kThreads != 0 && v >= B::kVecs) break;
+      const int line = v / B::kVecsPerLine, c = (v % B::kVecsPerLine) * B::kVec;
+      const int seg = c / kT;
+      const bool pred = line < lines_valid && seg < segs;
+      const E* src = pred ? bk + line * ldb + seg_col(seg) + (c - seg * kT) : b;
+      CpAsync16::copy(*reinterpret_cast<const cute::uint128_t*>(src),
+                      *reinterpret_cast<cute::uint128_t*>(sB + B::offset(line, c)), pred);
+    }
+    k0 += kBK;
+  }
+};
+
+/// Grouped sdd CTA. With S = b / kT sub-tiles per block side, CTA `cta` takes sub-row cta % S of
+/// block p = cta / S; its group is the blocks from p on within the same block row and the same
+/// aligned chunk of kG / S consecutive blocks (the pattern's coordinate list is in BSR order), each
+/// contributing its S sub-columns as segments. Only a chunk's first block of each block row leads
+/// a group; the CTAs of the other blocks leave at once. So blocks of one row share each k-slice of
+/// A (the sampled product's L2 → shared-memory traffic per FLOP falls from 2/kT to (1 + kG)/(kG · kT)
+/// per row of output) without any index preprocessing.
+template <class Cfg, int kT, int kG>
+CUTE_HOST_DEVICE void sdd_group_body(const TcParams& p, int tid, int cta, char* smem) {
+  using E = typename Cfg::Element;
+  static_assert(Cfg::kBM == kT, "a group's rows are one sub-row of a block");
+  const int b = p.block;
+  const int S = b / kT;
+  const int per = kG / S;  // blocks per chunk
+  const int blk = cta / S;
+  const int m_off = (cta % S) * kT;
+  const int row = p.block_rows[blk];
+  if (blk % per != 0 && p.block_rows[blk - 1] == row) return;  // not a group's first block
+  int nb = 1;
+  while (nb < per && (blk + nb) % per != 0 && blk + nb < p.nnz && p.block_rows[blk + nb] == row) ++nb;
+
+  SddGroupTiles<Cfg, kT, kG> tiles;
+  tiles.a = static_cast<const E*>(p.a) + std::int64_t(row) * b + m_off;
+  tiles.lda = p.lda;
+  tiles.b = static_cast<const E*>(p.b);
+  tiles.ldb = p.ldb;
+  tiles.segs = nb * S;
+  CUTE_UNROLL
+  for (int sg = 0; sg < kG; ++sg) {
+    const int j = sg / S < nb ? sg / S : 0;
+    tiles.col[sg] = std::int64_t(p.block_cols[blk + j]) * b + (sg % S) * kT;
+  }
+  tiles.k = p.k;
+  tiles.k0 = 0;
+  Accumulators<Cfg> acc{};
+  run_mainloop<Cfg>(tiles, acc, tid, smem, p.bf16);
+
+  // Epilogue: segment sg is rows m_off … of sub-column (sg % S) of block blk + sg / S.
+  epilogue_stage<Cfg>(acc, tid, smem);
+  const float* s = reinterpret_cast<const float*>(smem);
+  constexpr int kVec = Cfg::kOutVec, kVecsPerRow = Cfg::kBN / kVec;
+  char* out = static_cast<char*>(p.out_values);
+  float v[kVec];
+  for (int i = tid; i < kT * kVecsPerRow; i += Cfg::kThreads) {
+    const int r = i / kVecsPerRow, c = (i % kVecsPerRow) * kVec;
+    const int sg = c / kT;
+    if (sg >= tiles.segs) continue;
+    CUTE_UNROLL
+    for (int e = 0; e < kVec; ++e) v[e] = s[r * Cfg::kEpiStride + c + e];
+    const std::int64_t at = (std::int64_t(blk + sg / S) * b + m_off + r) * b + (sg % S) * kT + (c - sg * kT);
+    store_vec<Cfg>(out + at * Cfg::kOutBytes, v, p.bf16);
+  }
 }
 
 }  // namespace sparsekern::bsr::tc

@@ -28,6 +28,14 @@ __global__ void __launch_bounds__(Cfg::kThreads) sdd_kernel(TcParams p) {
 #endif
 }
 
+template <class Cfg, int kT, int kG>
+__global__ void __launch_bounds__(Cfg::kThreads) sdd_group_kernel(TcParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) char smem[];
+  sdd_group_body<Cfg, kT, kG>(p, int(threadIdx.x), int(blockIdx.x), smem);
+#endif
+}
+
 using sparsekern::detail::allow_smem;
 
 template <bool kTf32, int kTile, bool kBKMajor>
@@ -59,6 +67,22 @@ void sdd_launch(const TcParams& p, int nnz_blocks, void* stream) {
   const std::int64_t ctas = std::int64_t(nnz_blocks) * per_block;
   if (ctas == 0) return;
   SK_EXPECTS(ctas <= 0x7fffffff, "sdd: too many blocks for one launch (", nnz_blocks, ")");
+  kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+  SK_CUDA_CHECK_LAUNCH();
+}
+
+/// The grouped sdd (sdd_group_body): one CTA per (block, sub-row), of which only the groups' first
+/// blocks work; p.nnz must be nnz_blocks.
+template <bool kTf32, int kT, int kG>
+void sdd_group_launch(const TcParams& p, int nnz_blocks, void* stream) {
+  using Cfg = typename SddGroupConfig<kTf32, kT, kG>::type;
+  constexpr auto kernel = sdd_group_kernel<Cfg, kT, kG>;
+  allow_smem<kernel>(Cfg::kSmemBytes);
+  const std::int64_t ctas = std::int64_t(nnz_blocks) * (p.block / kT);
+  if (ctas == 0) return;
+  SK_EXPECTS(ctas <= 0x7fffffff, "sdd: too many blocks for one launch (", nnz_blocks, ")");
+  SK_EXPECTS(p.nnz == nnz_blocks && p.block % kT == 0 && kG % (p.block / kT) == 0,
+             "sdd: internal grouped launch with nnz ", p.nnz, ", block ", p.block);
   kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
   SK_CUDA_CHECK_LAUNCH();
 }

@@ -15,4 +15,9 @@ void dds_launch(const TcParams& p, int n_block_cols, void* stream);
 template <bool kTf32, int kTile>
 void sdd_launch(const TcParams& p, int nnz_blocks, void* stream);
 
+/// sdd with kG segments of kT × kT per CTA, from blocks of one block row (tc/kernel.cuh:
+/// sdd_group_body); p.nnz = nnz_blocks, kT ≤ b, kG a multiple of b / kT.
+template <bool kTf32, int kT, int kG>
+void sdd_group_launch(const TcParams& p, int nnz_blocks, void* stream);
+
 }  // namespace sparsekern::bsr::tc
