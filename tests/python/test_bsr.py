@@ -694,6 +694,20 @@ def test_dds_env_switch_checked(var):
     assert "raised:" in out.stdout and var in out.stdout and "sometimes" in out.stdout, out.stdout
 
 
+def _cuda_tests_in_fresh_process(select: str, **env):
+    """Runs this file's CUDA tests matching the -k expression `select` in a fresh Python process
+    with the environment variables `env` (switches read once per process); asserts they passed."""
+    code = (
+        "import sys, pytest\n"
+        "sys.path.insert(0, %r)\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-m', 'cuda', '-k', %r, %r])\n"
+        "print('ok' if code == 0 else 'failed')\n"
+        % (str(__import__("pathlib").Path(__file__).parent), select, __file__))
+    out = run_python(code, timeout=300, **env)
+    assert out.returncode == 0 and "ok" in out.stdout and "passed" in out.stdout, (out.stdout[-3000:],
+                                                                                   out.stderr[-3000:])
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("tm", ["64", "128"])
 def test_sdd_whole_block_tiles_each(tm):
@@ -703,16 +717,8 @@ def test_sdd_whole_block_tiles_each(tm):
     32, a lone block) and test_linear_tf32_backward through each, in a fresh process."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    code = (
-        "import sys, pytest\n"
-        "sys.path.insert(0, %r)\n"
-        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-m', 'cuda', '-k',\n"
-        "                    '(sdd_tf32_layouts or linear_tf32_backward) and 128', %r])\n"
-        "print('ok' if code == 0 else 'failed')\n"
-        % (str(__import__("pathlib").Path(__file__).parent), __file__))
-    out = run_python(code, timeout=300, SPARSEKERN_BSR_SDD_TM=tm, SPARSEKERN_BSR_SDD_DENSE="0")
-    assert out.returncode == 0 and "ok" in out.stdout and "passed" in out.stdout, (out.stdout[-3000:],
-                                                                                   out.stderr[-3000:])
+    _cuda_tests_in_fresh_process("(sdd_tf32_layouts or linear_tf32_backward) and 128",
+                                 SPARSEKERN_BSR_SDD_TM=tm, SPARSEKERN_BSR_SDD_DENSE="0")
 
 
 @pytest.mark.parametrize("block", BLOCKS)
@@ -800,17 +806,9 @@ def test_sdd_group_each(group):
     process; a malformed value raises a ValueError naming the variable."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    code = (
-        "import sys, pytest\n"
-        "sys.path.insert(0, %r)\n"
-        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-m', 'cuda', '-k',\n"
-        "                    'sdd_grouped_rows or (test_sdd and not dense and not tma and not tf32_layouts "
-        "and not each and not workspace)', %r])\n"
-        "print('ok' if code == 0 else 'failed')\n"
-        % (str(__import__("pathlib").Path(__file__).parent), __file__))
-    out = run_python(code, timeout=300, SPARSEKERN_BSR_SDD_GROUP=group, SPARSEKERN_BSR_SDD_DENSE="0")
-    assert out.returncode == 0 and "ok" in out.stdout and "passed" in out.stdout, (out.stdout[-3000:],
-                                                                                   out.stderr[-3000:])
+    _cuda_tests_in_fresh_process(
+        "sdd_grouped_rows or (test_sdd and not dense and not tma and not tf32_layouts and not each "
+        "and not workspace)", SPARSEKERN_BSR_SDD_GROUP=group, SPARSEKERN_BSR_SDD_DENSE="0")
     if group == "1":
         bad = (
             "import torch\n"
