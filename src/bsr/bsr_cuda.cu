@@ -602,9 +602,7 @@ bool sdd_group_tc_launch(const tc::TcParams& t, int nnz, int block, int device, 
     const int mode = sdd_group_mode();
     if (block != 32 || mode == 0) return false;
     if (mode < 0 && std::int64_t(nnz) < std::int64_t(kSddGroupMinBlocksPerSm) * device_info(device).sms) return false;
-    tc::TcParams p = t;
-    p.nnz = nnz;
-    tc::sdd_group_launch<false, 32, 4>(p, nnz, stream);
+    tc::sdd_group_launch<false, 32, 4>(t, nnz, stream);
     return true;
   }
 }
@@ -1026,6 +1024,7 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
     t.k = int(k);
     t.block = int(p.pattern.block_size);
     t.bf16 = p.dtype == DType::bf16;
+    t.nnz = p.pattern.nnz_blocks;  // the grouped kernel stops its groups there
     const int nnz = int(p.pattern.nnz_blocks), b = int(p.pattern.block_size);
 #if SPARSEKERN_BSR_SM90A
     if (p.dtype != DType::f32 && sm90_enabled() && (b == 64 || b == 128) && k > 0 && k < (std::int64_t(1) << 31) && p.a.rows < (std::int64_t(1) << 31) &&

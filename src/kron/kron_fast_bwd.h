@@ -382,6 +382,17 @@ inline int fb_uniform_qpad(const FastBwdArgs& a) {
   return a.q1p == u && a.p0p == u && a.p1p == u && (u == 32 || u == 64) ? u : 0;
 }
 
+/// Calls f(IntC<U>) with U = fb_uniform_qpad(a) for 4 × 4 step tiles (TM = 4), else U = 0: the
+/// specialisations the CUDA launcher and the CPU emulation both run.
+template <int TM, class F>
+inline void with_fb_width(const FastBwdArgs& a, F&& f) {
+  switch (TM == 4 ? fb_uniform_qpad(a) : 0) {
+    case 32: f(IntC<32>{}); break;
+    case 64: f(IntC<64>{}); break;
+    default: f(IntC<0>{}); break;
+  }
+}
+
 /// The block program (`Exec` as in kron_fast.h; regs is the thread's FastBwdRegs<TM>). U: the width
 /// every step has (fb_uniform_qpad), or 0 for any.
 template <int TM, int U, class Exec>
@@ -413,8 +424,8 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
     const int cur = two ? static_cast<int>(i & 1) : 0;
     float* const in = sm + a.off_in[cur];
     // W: this tile's inputs in shared memory; the next tile's (two stages) or this tile's second
-    // half (one stage: its first half was started during the previous tile's phase B; all of it
-    // when G1 reuses the stage, see below) in flight.
+    // half (one stage: its first half was started during the previous tile's phase B; with G1
+    // over the stage, `late`, see below) in flight.
     ex.phase([&](int tid, Regs&) {
       if (two) {
         if (next < a.ntiles) fb_issue(a, sm + a.off_in[cur ^ 1], next, 3, tid, nt);
@@ -431,7 +442,7 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
         }
         async_wait<1>();
       } else {
-        if (i > 0) fb_issue(a, in, tile, a.alias ? 3 : 2, tid, nt);
+        if (i > 0) fb_issue(a, in, tile, 2, tid, nt);
         async_commit();
         async_wait<0>();
       }

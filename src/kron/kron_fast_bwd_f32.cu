@@ -32,14 +32,10 @@ void launch_fast_bwd(const FastBwdArgs& a, long long grid, std::size_t smem, int
 
 void fast_backward2_f32(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream) {
-  if (tile != 4)
-    launch_fast_bwd<8, 0>(a, grid, smem, device, stream);
-  else if (fb_uniform_qpad(a) == 64)
-    launch_fast_bwd<4, 64>(a, grid, smem, device, stream);
-  else if (fb_uniform_qpad(a) == 32)
-    launch_fast_bwd<4, 32>(a, grid, smem, device, stream);
+  if (tile == 4)
+    with_fb_width<4>(a, [&](auto u) { launch_fast_bwd<4, decltype(u)::value>(a, grid, smem, device, stream); });
   else
-    launch_fast_bwd<4, 0>(a, grid, smem, device, stream);
+    launch_fast_bwd<8, 0>(a, grid, smem, device, stream);
 }
 
 }  // namespace sparsekern::kron::detail

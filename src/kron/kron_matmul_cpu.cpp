@@ -194,11 +194,7 @@ void run_fast_bwd(const FastBwdArgs& a, long long grid, std::size_t smem) {
     for (long long b = 0; b < grid; ++b) {
       poison(sm);  // a read of anything the program did not write poisons its output
       // The CUDA launcher's specialisations (kron_fast_bwd_f32.cu), so the tests run each.
-      switch (TILE == 4 ? fb_uniform_qpad(a) : 0) {
-        case 32: fast_backward2_program<TILE, 32>(a, ex, sm.data(), b, grid); break;
-        case 64: fast_backward2_program<TILE, 64>(a, ex, sm.data(), b, grid); break;
-        default: fast_backward2_program<TILE, 0>(a, ex, sm.data(), b, grid); break;
-      }
+      with_fb_width<TILE>(a, [&](auto u) { fast_backward2_program<TILE, decltype(u)::value>(a, ex, sm.data(), b, grid); });
     }
   }
 }

@@ -40,7 +40,7 @@ struct TcParams {
 
   std::int64_t m = 0;  ///< dds: rows of A and C
   std::int64_t a_cols = 0;  ///< dds: columns of A (k); read by the sm_90 path's TMA descriptor
-  std::int64_t nnz = 0;     ///< dds: stored blocks in `values`; read by the sm_90 path
+  std::int64_t nnz = 0;     ///< dds: stored blocks in `values`, read by the sm_90 path; sdd: blocks of the pattern
   // dds on sm_90a: a device int the launcher zeroes on the stream, from which the persistent
   // kernels hand out their output tiles (null: static round-robin tiles), and the order in which
   // they are handed out (sm90::Schedule).
