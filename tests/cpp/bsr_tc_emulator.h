@@ -48,6 +48,7 @@ struct Problem {  // what an emulated launch may touch, for bounds checks
 
 struct Stats {
   long long ldmatrix_phases = 0, ldmatrix_conflicted_phases = 0, cp_async = 0, mma = 0;
+  long long lds32_loads = 0, lds32_conflicted = 0;  // warp-wide 32-bit shared loads, and those with conflicts
   std::vector<std::string> errors;
 };
 
@@ -151,6 +152,32 @@ class Block {
       }
     }
     warp_barrier();
+  }
+
+  /// A warp-wide 32-bit shared load: one wavefront when no two lanes read different words of one
+  /// bank (lanes reading the same word are a broadcast).
+  std::uint32_t lds32(const std::uint32_t* p) {
+    const char* q = reinterpret_cast<const char*>(p);
+    if (reinterpret_cast<std::uintptr_t>(q) % 4 != 0) error("misaligned 32-bit shared load");
+    if (q < base_ || q + 4 > base_ + smem_bytes_) error("32-bit shared load outside shared memory");
+    lanes_[cur_].addr = q;
+    warp_barrier();
+    const int warp0 = (cur_ / 32) * 32, lane = cur_ % 32;
+    if (lane == 0) {
+      const int size = std::min(32, n_ - warp0);
+      bool conflict = false;
+      for (int i = 0; i < size; ++i)
+        for (int j = 0; j < i; ++j) {
+          const std::ptrdiff_t wi = (lanes_[warp0 + i].addr - base_) / 4, wj = (lanes_[warp0 + j].addr - base_) / 4;
+          conflict |= wi != wj && wi % 32 == wj % 32;
+        }
+      ++stats_.lds32_loads;
+      stats_.lds32_conflicted += conflict;
+    }
+    std::uint32_t v;
+    std::memcpy(&v, q, 4);
+    warp_barrier();
+    return v;
   }
 
   // A(r, k) / B(k, n) of the warp's operands, from the PTX fragment layouts.
@@ -327,5 +354,6 @@ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (
 void mma_1688_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
                    const float (&c)[4]) { blk().mma(d, a, b, c, 2); }
 void global_store_16(void* gmem_dst) { blk().global_store(gmem_dst); }
+std::uint32_t lds_32(const std::uint32_t* smem_src) { return blk().lds32(smem_src); }
 
 }  // namespace sparsekern::bsr::tc::emu

@@ -153,6 +153,16 @@ struct RunResult {
   bool finite = true;
 };
 
+/// The 32-bit fragment loads (tf32 operands with M/N-major tiles) ran, and without bank conflicts;
+/// no other configuration issues them.
+template <class Cfg>
+void check_lds32(const std::string& what, const tc::emu::Stats& stats) {
+  constexpr bool scalar = Cfg::A::kScalarReads || Cfg::B::kScalarReads;
+  SK_CHECK((stats.lds32_loads > 0) == scalar, what, ": ", stats.lds32_loads, " 32-bit fragment loads");
+  SK_CHECK(stats.lds32_conflicted == 0, what, ": ", stats.lds32_conflicted, " of ", stats.lds32_loads,
+           " 32-bit fragment loads have bank conflicts");
+}
+
 /// dds: C (m × n) = A (m × k, K-major, row stride lda) · Bop (+ bias). Returns after checking
 /// errors, guards and unwritten output elements.
 template <class Cfg, bool kBKMajor>
@@ -263,6 +273,7 @@ void run_dds(const char* cfg_name, Elem el, int b, std::int64_t m, bool col_majo
   SK_CHECK(pad_ok, what, ": wrote into the padding of C");
   SK_CHECK(stats.ldmatrix_conflicted_phases == 0, what, ": ", stats.ldmatrix_conflicted_phases, " of ",
            stats.ldmatrix_phases, " ldmatrix phases have bank conflicts");
+  check_lds32<Cfg>(what, stats);
   SK_CHECK(stats.mma > 0 && stats.cp_async > 0, what, ": no MMA ran");
 }
 
@@ -344,6 +355,7 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
   SK_CHECK(A.guard_ok() && B.guard_ok() && O.guard_ok(), what, ": write outside a buffer");
   SK_CHECK(stats.ldmatrix_conflicted_phases == 0, what, ": ", stats.ldmatrix_conflicted_phases,
            " ldmatrix phases have bank conflicts");
+  if (k > 0) check_lds32<Cfg>(what, stats);
 }
 
 template <bool kTf32, int kTile, bool kBKMajor>

@@ -33,6 +33,7 @@ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (
 void mma_1688_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
                    const float (&c)[4]);
 void global_store_16(void* gmem_dst);  // checks a 16-byte global store (alignment, bounds)
+std::uint32_t lds_32(const std::uint32_t* smem_src);  // a warp-wide 32-bit load; counts bank conflicts
 }  // namespace sparsekern::bsr::tc::emu
 #endif
 
@@ -82,6 +83,18 @@ CUTE_HOST_DEVICE void note_global_store_16(void* gmem_dst) {
   emu::global_store_16(gmem_dst);
 #else
   (void)gmem_dst;
+#endif
+}
+
+/// A 32-bit shared-memory load (the tf32 fragments of M/N-major tiles). The emulator runs it as the
+/// warp-wide instruction it is and counts its bank conflicts.
+CUTE_HOST_DEVICE std::uint32_t lds32(const std::uint32_t* smem_src) {
+#if defined(__CUDA_ARCH__)
+  return *smem_src;
+#elif defined(SK_TC_EMULATE)
+  return emu::lds_32(smem_src);
+#else
+  return *smem_src;
 #endif
 }
 

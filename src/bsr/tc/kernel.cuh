@@ -45,6 +45,15 @@ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 /// panel, the 16-byte chunk index of a line is XORed with the 128-byte-line index (CuTe's
 /// Swizzle<B, M, 3>), so the 8 addresses of an ldmatrix phase, which are 8 consecutive lines at the
 /// same chunk, hit 8 distinct bank groups, and cp.async writes of whole lines stay conflict-free.
+///
+/// 32-bit M/N-major tiles (tf32 operands whose contiguous dim is M or N) are the exception: ldmatrix
+/// cannot transpose 32-bit elements, so their fragments are read by scalar loads in which lane
+/// (g, t) reads line k0 + t, element c0 + g (c0 a multiple of 8): 4 lines × 8 consecutive floats per
+/// load. Under the ldmatrix swizzle those land in 16 banks (2-way conflicts on every fragment load;
+/// ncu, session 19). Their swizzle XORs chunk bits 1-2 with line bits 0-1 (Swizzle<2, 3, 2> for
+/// 128-byte lines; Swizzle<1, 3, 2> for 64-byte lines, whose line bit 0 already picks the bank
+/// half), which puts the four lines' 8-float runs in disjoint chunks: 32 banks, and whole-line
+/// cp.async writes still cover each 128 bytes once.
 template <class E, Major kMajor, int kRows, int kBK, int kThreads>
 struct OperandTile {
   static constexpr int kElem = int(sizeof(E));
@@ -53,7 +62,10 @@ struct OperandTile {
   static constexpr int kLines = kMajor == Major::K ? kRows : kBK;
   static constexpr int kPanelW = kContig * kElem < 128 ? kContig : 128 / kElem;
   static constexpr int kStageElems = kRows * kBK;
-  using Swz = cute::Swizzle<log2_int(kPanelW * kElem / 16), log2_int(kVec), 3>;
+  static constexpr bool kScalarReads = kElem == 4 && kMajor == Major::MN;
+  static_assert(!kScalarReads || kPanelW == 16 || kPanelW == 32, "scalar-read tiles: 64- or 128-byte lines");
+  using Swz = std::conditional_t<kScalarReads, cute::Swizzle<log2_int(kPanelW / 8), 3, 2>,
+                                 cute::Swizzle<log2_int(kPanelW * kElem / 16), log2_int(kVec), 3>>;
 
   static_assert(kContig % kPanelW == 0 && kPanelW % kVec == 0, "panels hold whole vectors");
   static_assert(kLines % 8 == 0, "8 lines per swizzle period");
@@ -174,14 +186,16 @@ CUTE_HOST_DEVICE void load_fragments(const typename Cfg::Element* sA, const type
                         f.a[i][0], f.a[i][1], f.a[i][2], f.a[i][3]);
     }
   } else {
-    // tf32 M-major: ldmatrix cannot transpose 32-bit elements; plain 32-bit shared loads.
+    // tf32 M-major: ldmatrix cannot transpose 32-bit elements; 32-bit shared loads (conflict-free
+    // with this tile's swizzle, see OperandTile).
     CUTE_UNROLL
     for (int i = 0; i < Cfg::kMAtoms; ++i) {
       const int row = m0 + i * 16 + g, k = kb * kK + t;
-      f.a[i][0] = reinterpret_cast<const std::uint32_t*>(sA)[A::at(row, k)];
-      f.a[i][1] = reinterpret_cast<const std::uint32_t*>(sA)[A::at(row + 8, k)];
-      f.a[i][2] = reinterpret_cast<const std::uint32_t*>(sA)[A::at(row, k + 4)];
-      f.a[i][3] = reinterpret_cast<const std::uint32_t*>(sA)[A::at(row + 8, k + 4)];
+      const std::uint32_t* s = reinterpret_cast<const std::uint32_t*>(sA);
+      f.a[i][0] = lds32(s + A::at(row, k));
+      f.a[i][1] = lds32(s + A::at(row + 8, k));
+      f.a[i][2] = lds32(s + A::at(row, k + 4));
+      f.a[i][3] = lds32(s + A::at(row + 8, k + 4));
     }
   }
 
@@ -209,8 +223,9 @@ CUTE_HOST_DEVICE void load_fragments(const typename Cfg::Element* sA, const type
     CUTE_UNROLL
     for (int j = 0; j < Cfg::kNAtoms; ++j) {
       const int n = n0 + j * 8 + g, k = kb * kK + t;
-      f.b[j][0] = reinterpret_cast<const std::uint32_t*>(sB)[B::at(n, k)];
-      f.b[j][1] = reinterpret_cast<const std::uint32_t*>(sB)[B::at(n, k + 4)];
+      const std::uint32_t* s = reinterpret_cast<const std::uint32_t*>(sB);
+      f.b[j][0] = lds32(s + B::at(n, k));
+      f.b[j][1] = lds32(s + B::at(n, k + 4));
     }
   }
 }
