@@ -1,6 +1,8 @@
 // Dispatch point of the block-sparse products: validates the arguments once (messages name the
 // argument), reduces dsd to the dds form, then picks the CPU or CUDA backend.
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -262,12 +264,25 @@ std::size_t detail::sdd_copy_bytes(const SddParams& p) {
     return 0;
   }
   // The copies move k · (m + n) elements twice; the wgmma kernel saves time in proportion to the
-  // k · nnz · b² multiply-adds. Measured (H100, k = 8192, m = n = 4096, session 13): the copies
-  // took ~230 µs and the wgmma kernel saved 204 / 408 / 823 µs (b = 128) and 145 / 193 / 341 µs
-  // (b = 64) of the SM80 kernel's time at d = 0.1 / 0.25 / 0.5. So copy only from
-  // nnz · b² / (m + n) = 300 (b = 128; d ≈ 0.15 there) or 700 (b = 64; d ≈ 0.34).
+  // k · nnz · b² multiply-adds. Measured (H100, k = 8192, m = n = 4096, tools/diag/bsr_sdd_dense.py,
+  // session 20, after the SM80 kernel's fragment loads became conflict-free): the whole sdd, SM80
+  // kernel vs copies + wgmma, µs at d = 0.1 / 0.25 / 0.5 / 0.75: b = 128 299 / 586 / 1161 / 1756 vs
+  // 347 / 450 / 714 / 978 (even near d = 0.19, nnz · b² / (m + n) ≈ 390), b = 64 300 / 586 / 1162 /
+  // 1753 vs 414 / 707 / 1249 / 1797 (the copies never pay before the dense path takes over at
+  // d = 0.45). So copy only for b = 128, from nnz · b² / (m + n) = 400 (session 13, before the
+  // SM80 kernel's gain: 300 for b = 128 and 700 for b = 64).
+  // SPARSEKERN_BSR_SDD_WGMMA=auto | 0 | 1 (read once per process): 0 never copies (the SM80
+  // kernel reads the operands as they are), 1 copies wherever the wgmma kernel applies.
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SDD_WGMMA");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+    if (std::strcmp(v, "0") == 0) return 0;
+    if (std::strcmp(v, "1") == 0) return 1;
+    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_WGMMA must be auto, 0 or 1; got '") + v + "'");
+  }();
+  if (mode == 0) return 0;
   const double per_line = double(p.pattern.nnz_blocks) * double(b * b) / double(m + n);
-  if (per_line < (b == 128 ? 300.0 : 700.0)) return 0;
+  if (mode < 0 && (b != 128 || per_line < 400.0)) return 0;
   return detail::sdd_copies(m, k, n).bytes;
 }
 

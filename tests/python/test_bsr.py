@@ -300,7 +300,7 @@ def test_tf32_workspace_sizes():
     """bsr_dds_workspace_bytes / bsr_sdd_workspace_bytes: the tile counter alone (dds) or nothing
     (sdd) without a CUDA device or where no copy is made (op(S) = Sᵀ, TF32 off, blocks of 32, an
     sdd pattern too sparse to repay the copies); where bsr_tf32_wgmma says the Hopper kernels run,
-    room for the transposed blocks / operands."""
+    room for the transposed blocks / operands (the operands only for blocks of 128)."""
     base = _C.bsr_dds_workspace_bytes()
     assert base == _C.bsr_dds_workspace_bytes(40, 64, False, True, -1)
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 1024, True, -1) == 0
@@ -324,7 +324,10 @@ def test_tf32_workspace_sizes():
         sdd_need = _C.bsr_sdd_workspace_bytes(2048, 100, 2048, block, 1024, True, dev)
         if wgmma:  # the blocks after a 256-byte counter area; a and b with k padded to 4
             assert dds_need == 256 + 40 * block * block * 4
-            assert sdd_need == (2048 * 100 * 4 + 255) // 256 * 256 + 2048 * 100 * 4
+            # The sdd copies only for blocks of 128 (with blocks of 64 the SM80 kernel is as fast
+            # as copies + wgmma at every density the sparse path takes; SPARSEKERN_BSR_SDD_WGMMA=1
+            # forces them: test_sdd_wgmma_each).
+            assert sdd_need == ((2048 * 100 * 4 + 255) // 256 * 256 + 2048 * 100 * 4 if block == 128 else 0)
         else:
             assert dds_need == base and sdd_need == 0
 
@@ -353,7 +356,8 @@ def test_sdd_tf32_layouts(block, layouts, copies, monkeypatch):
     """tf32 sdd with `a` and `b` in each layout, with and without the workspace for K-major copies
     (on Hopper: the wgmma kernel on copies, or on operands given K-major, i.e. `a` row-major and
     `b` column-major; without copies the SM80 kernel), k a multiple of 32 and not, a lone-block
-    and a random pattern, and a 4096² one dense enough for the copies to pay, against float64."""
+    and a random pattern, and a 4096² one dense enough for the copies to pay (at b = 128), against
+    float64."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     monkeypatch.setattr(bsr, "_tf32_copies", copies)
@@ -363,7 +367,8 @@ def test_sdd_tf32_layouts(block, layouts, copies, monkeypatch):
     g = torch.Generator().manual_seed(block)
     lone = torch.zeros(5, 3, dtype=torch.bool)
     lone[3, 1] = True
-    # The last pattern holds enough blocks for the copies to pay (bsr_sdd_workspace_bytes > 0).
+    # The last pattern holds enough blocks for the copies to pay at b = 128 (bsr_sdd_workspace_bytes
+    # > 0; at b = 64 only under SPARSEKERN_BSR_SDD_WGMMA=1, test_sdd_wgmma_each).
     big = 4096 // block
     masks = [torch.rand(5, 3, generator=g) < 0.5, lone, torch.rand(big, big, generator=g) < 0.8]
     for mask in masks:
@@ -388,7 +393,8 @@ def test_sdd_tf32_layouts(block, layouts, copies, monkeypatch):
 def test_linear_tf32_backward(block, copies, size, monkeypatch):
     """BlockSparseLinear in fp32 with TF32: output, input, weight and bias gradients against
     float64, with the transposed copies (Hopper: dX on wgmma; dW too for the 2048² layer at
-    d = 0.9, whose pattern repays the copies) and without (SM80 kernels), an odd batch."""
+    d = 0.9 with blocks of 128, whose pattern repays the copies) and without (SM80 kernels), an odd
+    batch."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     monkeypatch.setattr(bsr, "_tf32_copies", copies)
@@ -719,6 +725,33 @@ def test_sdd_whole_block_tiles_each(tm):
         pytest.skip("needs CUDA")
     _cuda_tests_in_fresh_process("(sdd_tf32_layouts or linear_tf32_backward) and 128",
                                  SPARSEKERN_BSR_SDD_TM=tm, SPARSEKERN_BSR_SDD_DENSE="0")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("wgmma", ["0", "1"])
+def test_sdd_wgmma_each(wgmma):
+    """SPARSEKERN_BSR_SDD_WGMMA=0 / 1 (read once per process) keeps the tf32 sdd on the SM80 kernel
+    over the operands as given, or copies them K-major for the wgmma kernel wherever it applies
+    (by default only past a density; elsewhere the choice is the same): test_sdd_tf32_layouts and
+    test_linear_tf32_backward in a fresh process; a malformed value raises a ValueError naming the
+    variable."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    _cuda_tests_in_fresh_process("sdd_tf32_layouts or linear_tf32_backward", SPARSEKERN_BSR_SDD_WGMMA=wgmma,
+                                 SPARSEKERN_BSR_SDD_DENSE="0")
+    if wgmma == "1":
+        bad = (
+            "import torch\n"
+            "from sparsekern import BlockSparseMatrix, bsr\n"
+            "torch.backends.cuda.matmul.allow_tf32 = True\n"
+            "p = BlockSparseMatrix.random((128, 128), 64, 0.5, dtype=torch.float32).to('cuda')\n"
+            "a = torch.randn(128, 40, device='cuda')\n"
+            "try:\n"
+            "    bsr.sdd(a.t().contiguous().t(), a.t().contiguous(), p)\n"
+            "except ValueError as e:\n"
+            "    print('raised:', e)\n")
+        out = run_python(bad, timeout=120, SPARSEKERN_BSR_SDD_WGMMA="2", SPARSEKERN_BSR_SDD_DENSE="0")
+        assert "raised:" in out.stdout and "SPARSEKERN_BSR_SDD_WGMMA" in out.stdout, (out.stdout, out.stderr[-2000:])
 
 
 @pytest.mark.parametrize("block", BLOCKS)
