@@ -257,6 +257,14 @@ std::size_t detail::dds_copy_bytes(const DdsParams& p) {
   return kDdsWorkspaceBytes;
 }
 
+int detail::auto_off_on(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+  if (std::strcmp(v, "0") == 0) return 0;
+  if (std::strcmp(v, "1") == 0) return 1;
+  throw InvalidArgument(std::string(name) + " must be auto, 0 or 1; got '" + v + "'");
+}
+
 std::size_t detail::sdd_copy_bytes(const SddParams& p) {
   const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols, b = p.pattern.block_size;
   if (p.device.type != DeviceType::cuda || p.dtype != DType::f32 || p.fp32_math != dense::Fp32Math::tf32 ||
@@ -273,13 +281,7 @@ std::size_t detail::sdd_copy_bytes(const SddParams& p) {
   // SM80 kernel's gain: 300 for b = 128 and 700 for b = 64).
   // SPARSEKERN_BSR_SDD_WGMMA=auto | 0 | 1 (read once per process): 0 never copies (the SM80
   // kernel reads the operands as they are), 1 copies wherever the wgmma kernel applies.
-  static const int mode = [] {
-    const char* v = std::getenv("SPARSEKERN_BSR_SDD_WGMMA");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
-    if (std::strcmp(v, "0") == 0) return 0;
-    if (std::strcmp(v, "1") == 0) return 1;
-    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_WGMMA must be auto, 0 or 1; got '") + v + "'");
-  }();
+  static const int mode = detail::auto_off_on("SPARSEKERN_BSR_SDD_WGMMA");
   if (mode == 0) return 0;
   const double per_line = double(p.pattern.nnz_blocks) * double(b * b) / double(m + n);
   if (mode < 0 && (b != 128 || per_line < 400.0)) return 0;

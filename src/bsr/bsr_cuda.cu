@@ -422,16 +422,6 @@ int schedule() {
   return mode;
 }
 
-/// An auto | 0 | 1 switch from the environment variable `name`: -1 (unset, empty or auto), 0 or 1;
-/// anything else throws, naming the variable.
-int auto_off_on(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
-  if (std::strcmp(v, "0") == 0) return 0;
-  if (std::strcmp(v, "1") == 0) return 1;
-  throw InvalidArgument(std::string(name) + " must be auto, 0 or 1; got '" + v + "'");
-}
-
 /// SPARSEKERN_BSR_DDS_DENSE (read once per process): whether a dds may write Bop dense and
 /// multiply with cuBLAS (dds_dense). auto: where dds_dense_min_density says it is faster; 0: never;
 /// 1: wherever the dtype allows (comparisons).
@@ -574,13 +564,7 @@ bool dds_sm90(const tc::TcParams& t, int nb, int b, bool bt, DType dtype, int sm
 /// CTA) or one block per CTA: 1 always, 0 never, auto from kSddGroupMinBlocksPerSm blocks per SM.
 /// Returns 1, 0 or -1 (auto).
 int sdd_group_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("SPARSEKERN_BSR_SDD_GROUP");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
-    if (std::strcmp(v, "1") == 0) return 1;
-    if (std::strcmp(v, "0") == 0) return 0;
-    throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_GROUP must be auto, 0 or 1; got '") + v + "'");
-  }();
+  static const int mode = auto_off_on("SPARSEKERN_BSR_SDD_GROUP");
   return mode;
 }
 

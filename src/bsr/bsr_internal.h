@@ -66,6 +66,10 @@ std::size_t dds_copy_bytes(const DdsParams& p);
 /// not pay or do not apply.
 std::size_t sdd_copy_bytes(const SddParams& p);
 
+/// An auto | 0 | 1 switch from the environment variable `name`: -1 (unset, empty or auto), 0 or 1;
+/// anything else throws, naming the variable.
+int auto_off_on(const char* name);
+
 /// Bytes of a dense m × n matrix (row-major, rows of n elements) at the start of a dense path's
 /// scratch (the whole product of sdd, Bop of dds), rounded up to 256 so that cuBLAS's workspace
 /// behind it is aligned.
