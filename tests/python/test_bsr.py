@@ -700,6 +700,24 @@ def test_dds_env_switch_checked(var):
     assert "raised:" in out.stdout and var in out.stdout and "sometimes" in out.stdout, out.stdout
 
 
+def _sdd_rejects_switch(name: str, value: str, dtype: str, block: int, a_expr: str, tf32: bool = False):
+    """In a fresh process with `name`=`value` (a malformed switch) and the dense sdd path off, an
+    sdd of a 128 × 40 `a` (`a_expr` of it) with `a`ᵀ on a 128² pattern of blocks of `block` raises a
+    ValueError naming the variable."""
+    bad = (
+        "import torch\n"
+        "from sparsekern import BlockSparseMatrix, bsr\n"
+        f"torch.backends.cuda.matmul.allow_tf32 = {tf32}\n"
+        f"p = BlockSparseMatrix.random((128, 128), {block}, 0.5, dtype={dtype}).to('cuda')\n"
+        f"a = torch.randn(128, 40, dtype={dtype}, device='cuda')\n"
+        "try:\n"
+        f"    bsr.sdd({a_expr}, a.t().contiguous(), p)\n"
+        "except ValueError as e:\n"
+        "    print('raised:', e)\n")
+    out = run_python(bad, timeout=120, **{name: value, "SPARSEKERN_BSR_SDD_DENSE": "0"})
+    assert "raised:" in out.stdout and name in out.stdout, (out.stdout, out.stderr[-2000:])
+
+
 def _cuda_tests_in_fresh_process(select: str, **env):
     """Runs this file's CUDA tests matching the -k expression `select` in a fresh Python process
     with the environment variables `env` (switches read once per process); asserts they passed."""
@@ -740,18 +758,8 @@ def test_sdd_wgmma_each(wgmma):
     _cuda_tests_in_fresh_process("sdd_tf32_layouts or linear_tf32_backward", SPARSEKERN_BSR_SDD_WGMMA=wgmma,
                                  SPARSEKERN_BSR_SDD_DENSE="0")
     if wgmma == "1":
-        bad = (
-            "import torch\n"
-            "from sparsekern import BlockSparseMatrix, bsr\n"
-            "torch.backends.cuda.matmul.allow_tf32 = True\n"
-            "p = BlockSparseMatrix.random((128, 128), 64, 0.5, dtype=torch.float32).to('cuda')\n"
-            "a = torch.randn(128, 40, device='cuda')\n"
-            "try:\n"
-            "    bsr.sdd(a.t().contiguous().t(), a.t().contiguous(), p)\n"
-            "except ValueError as e:\n"
-            "    print('raised:', e)\n")
-        out = run_python(bad, timeout=120, SPARSEKERN_BSR_SDD_WGMMA="2", SPARSEKERN_BSR_SDD_DENSE="0")
-        assert "raised:" in out.stdout and "SPARSEKERN_BSR_SDD_WGMMA" in out.stdout, (out.stdout, out.stderr[-2000:])
+        _sdd_rejects_switch("SPARSEKERN_BSR_SDD_WGMMA", "2", "torch.float32", 64, "a.t().contiguous().t()",
+                            tf32=True)
 
 
 @pytest.mark.parametrize("block", BLOCKS)
@@ -843,17 +851,7 @@ def test_sdd_group_each(group):
         "sdd_grouped_rows or (test_sdd and not dense and not tma and not tf32_layouts and not each "
         "and not workspace)", SPARSEKERN_BSR_SDD_GROUP=group, SPARSEKERN_BSR_SDD_DENSE="0")
     if group == "1":
-        bad = (
-            "import torch\n"
-            "from sparsekern import BlockSparseMatrix, bsr\n"
-            "p = BlockSparseMatrix.random((128, 128), 32, 0.5, dtype=torch.float16).to('cuda')\n"
-            "a = torch.randn(128, 40, dtype=torch.float16, device='cuda')\n"
-            "try:\n"
-            "    bsr.sdd(a, a.t().contiguous(), p)\n"
-            "except ValueError as e:\n"
-            "    print('raised:', e)\n")
-        out = run_python(bad, timeout=120, SPARSEKERN_BSR_SDD_GROUP="4", SPARSEKERN_BSR_SDD_DENSE="0")
-        assert "raised:" in out.stdout and "SPARSEKERN_BSR_SDD_GROUP" in out.stdout, (out.stdout, out.stderr[-2000:])
+        _sdd_rejects_switch("SPARSEKERN_BSR_SDD_GROUP", "4", "torch.float16", 32, "a")
 
 
 @pytest.mark.parametrize("block", BLOCKS)

@@ -89,9 +89,7 @@ CUTE_HOST_DEVICE void note_global_store_16(void* gmem_dst) {
 /// A 32-bit shared-memory load (the tf32 fragments of M/N-major tiles). The emulator runs it as the
 /// warp-wide instruction it is and counts its bank conflicts.
 CUTE_HOST_DEVICE std::uint32_t lds32(const std::uint32_t* smem_src) {
-#if defined(__CUDA_ARCH__)
-  return *smem_src;
-#elif defined(SK_TC_EMULATE)
+#if defined(SK_TC_EMULATE)
   return emu::lds_32(smem_src);
 #else
   return *smem_src;
