@@ -418,6 +418,70 @@ def test_linear_tf32_backward(block, copies, size, monkeypatch):
     assert rel_error(gb, go.double().sum(0)) <= tol(torch.float32, dev)
 
 
+# (label, dtype or "tf32", block, density, m, k, n): each takes a different host path into the
+# kernels. bf16 b = 64 at 4096 rows: the sm_90a dds with tiles handed out from the tile counter
+# (its memset is part of the call); b = 32 at d = 0.6: the dds's and the sdd's dense paths (a
+# workspace allocated per call, cuBLAS inside the capture); tf32 b = 128 at d = 0.9: the
+# transposed copies into a per-call workspace; fp16 b = 16: the HMMA kernels, an odd batch.
+_CAPTURE_CASES = [("bf16-b64-tiles", torch.bfloat16, 64, 0.5, 4096, 512, 4096),
+                  ("bf16-b32-dense-paths", torch.bfloat16, 32, 0.6, 1500, 512, 512),
+                  ("tf32-b128-copies", "tf32", 128, 0.9, 129, 2048, 2048),
+                  ("fp16-b16", torch.float16, 16, 0.3, 7, 256, 384)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", _CAPTURE_CASES, ids=[c[0] for c in _CAPTURE_CASES])
+def test_linear_cuda_graph_capture(case, monkeypatch):
+    """BlockSparseLinear's forward and its three gradients captured in one CUDA graph (serving and
+    training loops do this): the capture succeeds (nothing in the call synchronises or allocates
+    outside torch's allocator), and replays on new inputs copied into the captured tensors give the
+    float64 results of those inputs, twice (the tile counter and workspaces are reset inside the
+    graph, not only on the eager path)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    _, dtype, block, density, m, k, n = case
+    if dtype == "tf32":
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+        dtype = torch.float32
+    dev = torch.device("cuda")
+    torch.manual_seed(block)
+    layer = BlockSparseLinear(k, n, density=density, block_size=block, device=dev, dtype=dtype)
+    x = torch.randn(m, k, device=dev, dtype=dtype, requires_grad=True)
+    go = torch.randn(m, n, device=dev, dtype=dtype)
+    params = (x, layer.weight, layer.bias)
+
+    def step():
+        y = layer(x)
+        return (y, *torch.autograd.grad(y, params, go))
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph wants
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = step()
+
+    dense_w = layer.to_dense_linear().weight.detach().double()
+    rows, cols = layer.block_row_indices.long(), layer.block_col_indices.long()
+    t = tol(dtype, dev)
+    for _ in range(2):
+        with torch.no_grad():
+            x.copy_(torch.randn_like(x))
+            go.copy_(torch.randn_like(go))
+        graph.replay()
+        torch.cuda.synchronize()
+        y, gx, gw, gb = outs
+        xd, god = x.detach().double(), go.double()
+        assert rel_error(y, xd @ dense_w.t() + layer.bias.double()) <= t
+        assert rel_error(gx, god @ dense_w) <= t
+        grid = (god.t() @ xd).reshape(n // block, block, k // block, block).permute(0, 2, 1, 3)
+        assert rel_error(gw, grid[rows, cols]) <= t
+        assert rel_error(gb, god.sum(0)) <= t
+
+
 def test_sdd_dense_workspace_query():
     """bsr_sdd_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name; on
     CUDA, 0 or room for the m × n product (+ cuBLAS's workspace), and bsr_sdd_workspace_bytes
