@@ -89,12 +89,12 @@ def sm90_instantiations():
     for e in ("f16", "bf16"):
         for b in (64, 128):
             yield (f"sdd_{e}_{b}.cu", "sdd",
-                   f"template bool sdd_launch<Elem::{e}, {b}, false>(const tc::TcParams&, int, int, int, int, void*);")
+                   f"template bool sdd_launch<Elem::{e}, {b}, false>(const tc::TcParams&, int, int, int, int, void*, int, float*);")
     for b in (64, 128):
         yield (f"sdd_tf32_{b}_k.cu", "sdd",
-               f"template bool sdd_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, int, int, void*);")
+               f"template bool sdd_launch<Elem::tf32, {b}, true>(const tc::TcParams&, int, int, int, int, void*, int, float*);")
     yield ("sdd_tf32_128_k_m128.cu", "sdd",
-           "template bool sdd_launch<Elem::tf32, 128, true, 128>(const tc::TcParams&, int, int, int, int, void*);")
+           "template bool sdd_launch<Elem::tf32, 128, true, 128>(const tc::TcParams&, int, int, int, int, void*, int, float*);")
 
 
 def _write(out: pathlib.Path, files: list) -> None:

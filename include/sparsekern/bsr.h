@@ -140,6 +140,11 @@ struct SddParams {
   /// whole with cuBLAS into the workspace and the pattern's blocks copied out: a transient buffer
   /// of m × n elements (plus cuBLAS's workspace), the size of the dense matrix.
   /// SPARSEKERN_BSR_SDD_DENSE=0 turns this off (1: wherever the dtype allows, for comparisons).
+  /// fp16 / bf16 with blocks of 64 or 128 on a compute capability 9.0 GPU (sm_90a build): where the
+  /// pattern has fewer 64-row block slices than the GPU has SMs and K is long, the kernel splits K
+  /// and writes fp32 partials (splits · nnz_blocks · b² floats) into the workspace, which a second
+  /// kernel sums in split order (deterministic) into out_values; without the room, no split.
+  /// SPARSEKERN_BSR_SDD_SPLIT=0 never splits, N ≥ 2 forces N splits (comparisons, tests).
   /// Stream-ordered like DdsParams::workspace.
   Workspace workspace{};
 };
@@ -152,8 +157,9 @@ std::size_t sdd_dense_workspace_bytes(const SddParams& p);
 /// Bytes of SddParams::workspace for `p` (0 where no kernel uses one): sdd_dense_workspace_bytes(p)
 /// where the dense path applies, else the transposed copies of an fp32 (TF32) product's operands
 /// with b ∈ {64, 128} on a compute capability 9.0 GPU (sm_90a build), where the pattern holds
-/// enough blocks for the faster kernel to repay the copies (see bsr.cpp). Reads p's dtype,
-/// fp32_math, device, pattern.block_size, pattern.nnz_blocks, a.rows, a.cols and b.cols.
+/// enough blocks for the faster kernel to repay the copies (see bsr.cpp), or the split-K partials
+/// of a 16-bit product there. Reads p's dtype, fp32_math, device, pattern.block_size,
+/// pattern.nnz_blocks, a.rows, a.cols and b.cols.
 std::size_t sdd_workspace_bytes(const SddParams& p);
 
 /// Whether fp32 (TF32) products with blocks of `block_size` run the sm_90a wgmma kernels on

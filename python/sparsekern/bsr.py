@@ -56,6 +56,7 @@ _sdd_dense = os.environ.get("SPARSEKERN_BSR_SDD_DENSE", "auto") != "0"
 # SPARSEKERN_BSR_DDS_DENSE=0 (or setting this to False) withholds its workspace.
 _dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
 _INT32 = torch.int32
+_HALF = (torch.float16, torch.bfloat16)
 _FLOAT32 = torch.float32
 
 
@@ -637,6 +638,14 @@ def _sdd_dense_bytes(a, b, like_values, tf32) -> int:
         m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
 
 
+def _sdd_split_bytes(a, b, like_values) -> int:
+    """bsr_sdd_workspace_bytes for a 16-bit product that does not take the dense path (the room for
+    its split-K partials, or 0), cached."""
+    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
+    return _cached_bytes(("sdd_split", m, k, n, nnz, blk, device, a.dtype), lambda: _C.bsr_sdd_workspace_bytes(
+        m, k, n, blk, nnz, False, device, dtype_name(a.dtype)))
+
+
 def _check_dsd_args(values, index, rows, cols, transpose, b):
     _check_float("x", b)
     _check_op(values, index, rows, cols)
@@ -708,19 +717,29 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
         return out
     tf32 = _allow_tf32(a)
     ws, nbytes = None, 0
-    if a.is_cuda and _sdd_dense:
+    dense_nbytes = _sdd_dense_bytes(a, b, like_values, tf32) if a.is_cuda else 0
+    if dense_nbytes and _sdd_dense:
         # Where the sampled kernels are slower than the dense product they sample (high density,
         # small blocks; see SddParams::workspace), the library computes A · B whole with cuBLAS in
         # a workspace the size of the dense result and copies the blocks out. If that workspace
         # cannot be had, the sampled kernels run.
-        nbytes = _sdd_dense_bytes(a, b, like_values, tf32)
-        ws = _try_workspace(nbytes, a.device) if nbytes else None
+        ws = _try_workspace(dense_nbytes, a.device)
         if ws is not None:
             a, b = _blas_ok(a), _blas_ok(b)
             _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
-                       _idx(index[1]), as_dlpack(out), tf32, stream_of(a), ws.data_ptr(), nbytes)
+                       _idx(index[1]), as_dlpack(out), tf32, stream_of(a), ws.data_ptr(), dense_nbytes)
             return out
-        nbytes = 0
+    if a.is_cuda and a.dtype in _HALF and dense_nbytes == 0:
+        # 16-bit on Hopper: with few blocks and a long K the sampled kernel splits K and sums fp32
+        # partials, which live in the workspace (bsr_sdd_workspace_bytes, 0 where it does not split).
+        nbytes = _sdd_split_bytes(a, b, like_values)
+        ws = _try_workspace(nbytes, a.device) if nbytes else None
+        if ws is None:
+            nbytes = 0
+        a, b = _col_major(a), _row_major(b)
+        _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
+                   _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes)
+        return out
     # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others are
     # copied K-major into a workspace where the pattern holds enough blocks to repay it (else the
     # SM80 kernel reads them, a column-major and b row-major).

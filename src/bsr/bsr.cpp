@@ -1,5 +1,6 @@
 // Dispatch point of the block-sparse products: validates the arguments once (messages name the
 // argument), reduces dsd to the dds form, then picks the CPU or CUDA backend.
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -228,6 +229,7 @@ void dds(const DdsParams& p, Stream stream) {
 namespace detail {
 bool tf32_wgmma(int, std::int64_t) { return false; }
 std::size_t sdd_dense_bytes(const SddParams&) { return 0; }
+std::size_t sdd_split_bytes(const SddParams&) { return 0; }
 std::size_t dds_dense_bytes(const DdsParams&) { return 0; }
 }  // namespace detail
 #endif
@@ -292,7 +294,8 @@ std::size_t sdd_dense_workspace_bytes(const SddParams& p) { return detail::sdd_d
 
 std::size_t sdd_workspace_bytes(const SddParams& p) {
   const std::size_t dense = detail::sdd_dense_bytes(p);
-  return dense != 0 ? dense : detail::sdd_copy_bytes(p);
+  if (dense != 0) return dense;
+  return std::max(detail::sdd_copy_bytes(p), detail::sdd_split_bytes(p));  // tf32 / 16-bit: never both
 }
 
 void dsd(const DsdParams& p, Stream stream) {

@@ -623,6 +623,67 @@ bool tf32_wgmma(int device, std::int64_t block) {
   return dev.major == 9 && dev.minor == 0;
 }
 
+/// SPARSEKERN_BSR_SDD_SPLIT=auto | 0 | N (read once per process): the split-K count of the sm_90a
+/// 16-bit sdd; 0 never splits, N ≥ 2 splits every such product N ways (at most one split per
+/// 64-wide k-step), for tests and comparisons. -1 for auto.
+int sdd_split_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("SPARSEKERN_BSR_SDD_SPLIT");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return -1;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 0 || n == 1 || n > 64) {
+      throw InvalidArgument(std::string("SPARSEKERN_BSR_SDD_SPLIT must be auto, 0 or a count from 2 to 64; got '") +
+                            v + "'");
+    }
+    return int(n);
+  }();
+  return mode;
+}
+
+/// K splits of the sm_90a 16-bit sdd (1: none). Its tiles are 64-row slices of the blocks, one
+/// per consumer warpgroup, two consumers per SM; a pattern of fewer slices than SMs leaves most of
+/// the GPU idle through a long K loop (the weight gradient of a BERT-base 3072 → 768 layer at
+/// d = 0.1, blocks of 128: 14 blocks, 28 slices, K = 8192 rows of the batch). Auto: about one
+/// tile per SM, each split at least 8 k-steps long, at most 8 splits. Measured (H100, bf16, 8192
+/// rows, the sdd alone in a CUDA graph, µs at 1 / 2 / 3 / 4 / 8 / 16 splits; session 21,
+/// tools/diag/bsr_split_ab.py): 14 slices 32.9 / 22.2 / 17.1 / 14.8 / 14.2 / 21.7; 28 slices
+/// 41.5 / 28.9 / 24.8 / 24.5 / 29.8 / 39.0; 52 slices 42.8 / 34.4 / 36.3 / 38.2 / 46.9; 58 slices
+/// 27.5 / 25.0 / 28.4; 102 slices (b = 128 and b = 64) 50.7 / 53.8 and 32.2 / 38.2 (splitting
+/// one tile per consumer, tried first, lost there). The partials cost a second pass over
+/// nnz · b² · 4 · splits bytes and these products are bound by reading the operands from memory
+/// once the SMs are busy, so the best total is about one tile per SM, not per consumer.
+int sdd_splits(std::int64_t nnz, std::int64_t b, std::int64_t k, int sms) {
+  const int mode = sdd_split_mode();
+  if (mode == 0 || nnz <= 0 || k <= 0) return 1;
+  const std::int64_t nk = (k + 63) / 64;
+  if (mode > 0) return int(std::min<std::int64_t>(mode, nk));
+  const std::int64_t tiles = nnz * (b / 64);
+  const std::int64_t s = std::min<std::int64_t>({std::int64_t(sms) / tiles, nk / 8, 8});
+  return s >= 2 ? int(s) : 1;
+}
+
+/// Whether `p` runs on the sm_90a 16-bit sdd (the dense path aside): fp16 / bf16, blocks of 64 or
+/// 128, compute capability 9.0, operands the tensor-core path reads (checked again at launch).
+bool sdd_16bit_sm90(const SddParams& p) {
+  const std::int64_t b = p.pattern.block_size;
+  if (p.device.type != DeviceType::cuda || (p.dtype != DType::f16 && p.dtype != DType::bf16) ||
+      (b != 64 && b != 128) || !sm90::built() || !sm90_enabled() || p.a.cols <= 0 ||
+      p.a.cols >= (std::int64_t(1) << 31) || p.a.rows >= (std::int64_t(1) << 31) ||
+      p.b.cols >= (std::int64_t(1) << 31)) {
+    return false;
+  }
+  const DeviceInfo dev = device_info(p.device.index);
+  return dev.major == 9 && dev.minor == 0;
+}
+
+std::size_t sdd_split_bytes(const SddParams& p) {
+  if (!sdd_16bit_sm90(p)) return 0;
+  const std::int64_t b = p.pattern.block_size;
+  const int splits = sdd_splits(p.pattern.nnz_blocks, b, p.a.cols, device_info(p.device.index).sms);
+  return splits > 1 ? std::size_t(splits) * std::size_t(p.pattern.nnz_blocks) * std::size_t(b * b) * sizeof(float) : 0;
+}
+
 bool dds_dense(const DdsProblem& p, cudaStream_t stream);
 
 void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
@@ -1016,13 +1077,22 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
       const DeviceInfo dev = device_info(p.device.index);
       if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
         const int rows = int(p.a.rows), cols = int(p.b.cols);
+        // Split K where the caller passed room for the partials (sdd_workspace_bytes).
+        int splits = sdd_splits(nnz, b, k, dev.sms);
+        const std::size_t need = std::size_t(splits) * std::size_t(nnz) * std::size_t(b) * std::size_t(b) * sizeof(float);
+        float* partial = nullptr;
+        if (splits > 1 && p.workspace.data != nullptr && p.workspace.bytes >= need && aligned16(p.workspace.data)) {
+          partial = static_cast<float*>(p.workspace.data);
+        } else {
+          splits = 1;
+        }
         bool launched;
         if (b == 64) {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64, false>(t, nnz, rows, cols, dev.sms, stream)
-                            : sm90::sdd_launch<sm90::Elem::f16, 64, false>(t, nnz, rows, cols, dev.sms, stream);
+          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial)
+                            : sm90::sdd_launch<sm90::Elem::f16, 64, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial);
         } else {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, dev.sms, stream)
-                            : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, dev.sms, stream);
+          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial)
+                            : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial);
         }
         if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
       }

@@ -4,6 +4,7 @@ references are float64 dense products with the block pattern applied."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import warnings
 
@@ -824,6 +825,73 @@ def test_sdd_wgmma_each(wgmma):
     if wgmma == "1":
         _sdd_rejects_switch("SPARSEKERN_BSR_SDD_WGMMA", "2", "torch.float32", 64, "a.t().contiguous().t()",
                             tf32=True)
+
+
+def _is_hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+def _splits_by_default() -> bool:
+    """Whether the 16-bit sdd of few blocks over a long K splits K here: on compute capability 9.0
+    (the sm_90a kernel) unless SPARSEKERN_BSR_SDD_SPLIT=0 (test_sdd_split_each runs so)."""
+    return _is_hopper() and os.environ.get("SPARSEKERN_BSR_SDD_SPLIT", "auto") != "0"
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", [64, 128])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("k", [2048, 1000, 8192])
+def test_sdd_split_k(block, dtype, k):
+    """The 16-bit sdd of a pattern with few blocks over a long K (a weight gradient of a small
+    layer over many rows): on Hopper it splits K into fp32 partials in the workspace and sums them
+    in a second kernel. K a multiple of the 64-wide k-step and not (the last split shorter, the
+    tail zero-filled), one to a few blocks, the layouts of a weight gradient; against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    torch.manual_seed(k + block)
+    # Sparse enough that the dense path (cuBLAS + gather) does not take them.
+    for rb, cb, coords in ((4, 6, [(0, 1), (2, 5), (3, 0)]), (2, 2, [(1, 0)]), (4, 4, [(0, 3), (1, 3)])):
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        for r, c in coords:
+            mask[r, c] = True
+        rows, cols = rb * block, cb * block
+        pattern = make_matrix(rows, cols, block, 0.5, dtype, dev, mask=mask)
+        nnz = pattern.nnz_blocks
+        split_bytes = _C.bsr_sdd_workspace_bytes(rows, k, cols, block, nnz, False, dev.index or 0, str(dtype)[6:])
+        if _splits_by_default():  # a handful of 64-row slices against 132 SMs: the rule splits
+            assert split_bytes >= 2 * nnz * block * block * 4, (rows, cols, k, split_bytes)
+        a = randn(k, rows, dtype=dtype, device=dev).t()  # column-major, as xᵀ is
+        b = randn(k, cols, dtype=dtype, device=dev)
+        out = bsr.sdd(a, b, pattern)
+        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+        ref = (a.double() @ b.double()) * dense_mask
+        assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (rows, cols, k)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("split", ["0", "3", "64"])
+def test_sdd_split_each(split):
+    """SPARSEKERN_BSR_SDD_SPLIT=0 / N (read once per process) never splits K / splits every 16-bit
+    sm_90a sdd N ways (64: more ways than the short products have k-steps, so one per k-step):
+    test_sdd_split_k, the sm_90a sdd shapes and the layer's captured forward + backward through
+    each, in a fresh process; a malformed value raises a ValueError naming the variable."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    _cuda_tests_in_fresh_process("(sdd_split_k and not 8192) or sdd_tma_shapes or graph_capture",
+                                 SPARSEKERN_BSR_SDD_SPLIT=split, SPARSEKERN_BSR_SDD_DENSE="0")
+    if split == "3" and _is_hopper():
+        _sdd_rejects_switch("SPARSEKERN_BSR_SDD_SPLIT", "1", "torch.bfloat16", 64, "a")
+
+
+@pytest.mark.cuda
+def test_sdd_split_k_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
+    """The split-K partials' workspace running out of memory (simulated) leaves the sdd unsplit,
+    with the same result."""
+    calls = _simulate_oom(monkeypatch)
+    test_sdd_split_k(128, torch.bfloat16, 2048)
+    if _splits_by_default():
+        assert calls  # the partials were wanted, and refused
 
 
 @pytest.mark.parametrize("block", BLOCKS)

@@ -57,8 +57,11 @@ bool gdds_launch(const tc::TcParams& p, int n_block_cols, int num_sms, void* str
 /// (row stride p.lda) and B with unit row stride (column stride p.ldb) instead (the only layouts
 /// wgmma reads tf32 from; instantiated for tf32). kBlock ∈ {64, 128}; requirements as for
 /// dds_launch (p.k > 0, 16-byte alignment, sizes below 2³¹). kTM: rows per consumer tile, 64, or
-/// 128 for whole blocks of 128 (instantiated for tf32).
+/// 128 for whole blocks of 128 (instantiated for tf32). `splits` > 1 with `partial` (splits · nnz ·
+/// kBlock² floats, 16-byte aligned): K split that many ways (fewer where K has fewer 128-byte
+/// steps), fp32 partials summed into out by a second kernel on the same stream.
 template <Elem kElem, int kBlock, bool kKMajor, int kTM = 64>
-bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream);
+bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream,
+                int splits = 1, float* partial = nullptr);
 
 }  // namespace sparsekern::bsr::sm90

@@ -50,8 +50,15 @@ struct SddArgs {
   void* out;
   const std::int32_t* block_rows;
   const std::int32_t* block_cols;
-  int n_tiles;  // nnz · (b / 64)
+  int n_tiles;  // nnz · (b / kTM) · splits
   int k;
+  // Split K (few blocks, long K: see sdd_splits in bsr_cuda.cu): tile t computes split t % splits
+  // of its block slice, k-steps [s · steps_per_split, (s + 1) · steps_per_split) ∩ [0, nk), into
+  // partial[s][block][row][col] (fp32, nnz · b² per split); sdd_split_reduce sums them in split
+  // order (deterministic) and rounds into out. splits = 1: no partials, the tile writes out.
+  int splits;
+  int steps_per_split;
+  float* partial;
 };
 
 /// A: m × k with unit row stride (column stride lda); B viewed as n × k with unit stride along n
@@ -112,9 +119,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int parity = 0;
     for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
       if (parity != ring) continue;
-      const int blk = tile / kSlices, slice = tile % kSlices;
+      const int base = tile / p.splits, split = tile - base * p.splits;
+      const int blk = base / kSlices, slice = base % kSlices;
       const int mt = p.block_rows[blk] * kSlices + slice, nt = p.block_cols[blk];
-      for (int k = 0; k < nk; ++k) {
+      const int k0 = split * p.steps_per_split, k1 = min(nk, k0 + p.steps_per_split);
+      for (int k = k0; k < k1; ++k) {
         wait_barrier(S.rings.empty[ring][state.index()], state.phase(), "empty", state.index(), tile);
         auto& full = S.rings.full[ring][state.index()];
         full.arrive_and_expect_tx(Cfg::kStageBytes);
@@ -143,10 +152,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     int parity = 0;
     for (int tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x, parity ^= 1) {
       if (parity != ring) continue;
-      consume_tile(S.rings, ring, state, nk, tile, mma, tCrA, tCrB, acc);
+      const int base = tile / p.splits, split = tile - base * p.splits;
+      const int k0 = split * p.steps_per_split, k1 = min(nk, k0 + p.steps_per_split);
+      consume_tile(S.rings, ring, state, max(k1 - k0, 0), tile, mma, tCrA, tCrB, acc);
 
-      const int blk = tile / kSlices, slice = tile % kSlices;
-      T* dst = out + std::int64_t(blk) * kBN * kBN + std::int64_t(slice) * kTM * kBN;
+      const int blk = base / kSlices, slice = base % kSlices;
+      const std::int64_t offset = std::int64_t(blk) * kBN * kBN + std::int64_t(slice) * kTM * kBN;
+      if (p.splits > 1) {  // fp32 partial of this split, column pairs as 8-byte vectors
+        float* dst = p.partial + std::int64_t(split) * (p.n_tiles / p.splits) * kTM * kBN + offset;
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc); i += 2) {
+          const auto rc = tCcC(i);
+          *reinterpret_cast<float2*>(dst + get<0>(rc) * kBN + get<1>(rc)) = make_float2(acc(i), acc(i + 1));
+        }
+        continue;
+      }
+      T* dst = out + offset;
       CUTE_UNROLL
       for (int i = 0; i < size(acc); i += 2) {
         const auto rc = tCcC(i);
@@ -163,8 +184,36 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
+/// out[i] = Σ_s partial[s · count + i] in split order, rounded to T (count a multiple of 4; 16-byte
+/// aligned buffers): the second half of a split-K sdd.
+template <class T>
+__global__ void sdd_split_reduce(const float* __restrict__ partial, int splits, std::int64_t count,
+                                 T* __restrict__ out) {
+  const std::int64_t n4 = count / 4;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    float4 v = reinterpret_cast<const float4*>(partial)[i];
+    for (int s = 1; s < splits; ++s) {
+      const float4 w = reinterpret_cast<const float4*>(partial + std::int64_t(s) * count)[i];
+      v.x += w.x;
+      v.y += w.y;
+      v.z += w.z;
+      v.w += w.w;
+    }
+    if constexpr (sizeof(T) == 4) {
+      reinterpret_cast<float4*>(out)[i] = v;
+    } else {
+      store_pair(out + 4 * i, v.x, v.y);
+      store_pair(out + 4 * i + 2, v.z, v.w);
+    }
+  }
+}
+
+/// `splits` > 1: split K over that many tiles per block slice, with nnz · b² · splits floats of
+/// fp32 partials at `partial` (16-byte aligned; the caller's workspace), summed by a second kernel.
 template <Elem kElem, int kBlock, bool kKMajor, int kTM>
-bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream) {
+bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, int num_sms, void* stream,
+                int splits, float* partial) {
   using Cfg = SddConfig<kElem, kBlock, kKMajor, kTM>;
   using TA = SddTmaA<Cfg>;
   using TB = SddTmaB<Cfg>;
@@ -183,15 +232,28 @@ bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, i
                            typename Cfg::SmemLayoutA{}(_, _, 0), make_shape(Int<Cfg::kTM>{}, Int<Cfg::kBK>{}));
   TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, sdd_b_view<Cfg>(p.b, b_cols, p.k, p.ldb),
                            typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
-  const std::int64_t n_tiles = std::int64_t(nnz_blocks) * (kBlock / Cfg::kTM);
+  const int nk = (p.k + Cfg::kBK - 1) / Cfg::kBK;
+  if (partial == nullptr || splits > nk) splits = partial == nullptr ? 1 : nk;
+  if (splits < 1) splits = 1;
+  const int steps = (nk + splits - 1) / splits;
+  splits = (nk + steps - 1) / steps;  // no empty split
+  const std::int64_t n_tiles = std::int64_t(nnz_blocks) * (kBlock / Cfg::kTM) * splits;
   SK_EXPECTS(n_tiles < (std::int64_t(1) << 31), "bsr (sm90 sdd): too many tiles");
-  SddArgs args{p.out_values, p.block_rows, p.block_cols, int(n_tiles), p.k};
+  SddArgs args{p.out_values, p.block_rows, p.block_cols, int(n_tiles), p.k, splits, steps, partial};
   constexpr auto kernel = sdd_kernel<Cfg, TA, TB>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const int grid = int(std::min<std::int64_t>(n_tiles, std::max(num_sms, 1)));
   kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(tma_a, tma_b, args, a_rows,
                                                                                      b_cols);
   SK_CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    using T = typename Cfg::T;
+    const std::int64_t count = std::int64_t(nnz_blocks) * kBlock * kBlock;
+    const int rgrid = int(std::min<std::int64_t>((count / 4 + 255) / 256, 8LL * std::max(num_sms, 1)));
+    sdd_split_reduce<T><<<rgrid, 256, 0, static_cast<cudaStream_t>(stream)>>>(partial, splits, count,
+                                                                             static_cast<T*>(p.out_values));
+    SK_CUDA_CHECK_LAUNCH();
+  }
   return true;
 }
 

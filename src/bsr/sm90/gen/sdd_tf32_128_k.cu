@@ -2,5 +2,5 @@
 #include "../sdd_sm90.cuh"
 
 namespace sparsekern::bsr::sm90 {
-template bool sdd_launch<Elem::tf32, 128, true>(const tc::TcParams&, int, int, int, int, void*);
+template bool sdd_launch<Elem::tf32, 128, true>(const tc::TcParams&, int, int, int, int, void*, int, float*);
 }  // namespace sparsekern::bsr::sm90

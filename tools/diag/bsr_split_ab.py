@@ -1,0 +1,81 @@
+"""Split-K of the 16-bit sm_90a sdd, priced: per layer (8192 rows, bf16), the device time (CUDA
+graph, tools/diag/graphtime.py) of the weight-gradient sdd alone, of the layer's backward (dX and
+dW, no bias gradient) and of its forward. Run once per SPARSEKERN_BSR_SDD_SPLIT setting (read once
+per process), e.g. 0 and auto, alternating, and compare the lines.
+
+argv: layers "in:out:block:density" (default: the bench's BERT-base rows and the 4096 → 4096 cells
+with fewer 64-row slices than SMs)."""
+import os
+import sys
+
+import torch
+
+import sparsekern
+from sparsekern import bsr
+from graphtime import graph_time
+
+
+def graph_time_on(fn, stream, n=50):
+    """graph_time with warm-up and capture on `stream` (where the backward's forward ran)."""
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.synchronize()
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr, stream=stream):
+        for _ in range(n):
+            fn()
+    ts = []
+    for _ in range(5):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        gr.replay()
+        e1.record()
+        e1.synchronize()
+        ts.append(e0.elapsed_time(e1) * 1e3 / n)
+    return sorted(ts)[2]
+
+dev = torch.device("cuda")
+layers = sys.argv[1:] or ["3072:768:128:0.1", "768:3072:128:0.1", "3072:768:128:0.5", "768:3072:128:0.5",
+                          "4096:4096:128:0.05", "4096:4096:64:0.05", "1024:4096:128:0.1", "4096:1024:64:0.1"]
+m = 8192
+split = os.environ.get("SPARSEKERN_BSR_SDD_SPLIT", "auto")
+for spec in layers:
+    k_in, n_out, b, d = spec.split(":")
+    k_in, n_out, b, d = int(k_in), int(n_out), int(b), float(d)
+    g = torch.Generator().manual_seed(0)
+    layer = sparsekern.BlockSparseLinear(k_in, n_out, density=d, block_size=b, device=dev, dtype=torch.bfloat16,
+                                         generator=g)
+    layer.bias.requires_grad_(False)
+    x = torch.randn(m, k_in, generator=g).to(dev, torch.bfloat16)
+    go = torch.randn(m, n_out, generator=g).to(dev, torch.bfloat16)
+    pattern = layer.weight_matrix
+    ws_bytes = sparsekern._C.bsr_sdd_workspace_bytes(n_out, m, k_in, b, pattern.nnz_blocks, False, 0, "bfloat16")
+
+    def sdd():
+        return bsr.sdd(go.t(), x, pattern)
+
+    # correctness of the timed sdd against float64 on the pattern
+    ref = (go.t().double() @ x.double())
+    grid = ref.reshape(n_out // b, b, k_in // b, b).permute(0, 2, 1, 3)
+    want = grid[layer.block_row_indices.long(), layer.block_col_indices.long()]
+    err = ((sdd().values.double() - want).norm() / want.norm()).item()
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # the backward's graph is built on the capture stream
+        xg = x.clone().requires_grad_()
+        y = layer(xg)
+    torch.cuda.current_stream().wait_stream(s)
+
+    def bwd():
+        return torch.autograd.grad(y, (xg, layer.weight), go, retain_graph=True)
+
+    def fwd():
+        return layer(x)
+
+    t_sdd = graph_time(sdd)
+    t_bwd = graph_time_on(bwd, s)
+    t_fwd = graph_time(fwd)
+    print(f"split={split:4s} {k_in}->{n_out} b={b} d={d} nnz={pattern.nnz_blocks:4d} ws={ws_bytes >> 10:6d} KiB | "
+          f"sdd {t_sdd:7.1f} us  bwd {t_bwd:7.1f} us  fwd {t_fwd:7.1f} us  bwd/2/fwd {t_bwd / 2 / t_fwd:5.2f} | "
+          f"sdd rel err {err:.1e}", flush=True)
