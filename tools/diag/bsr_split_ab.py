@@ -14,26 +14,6 @@ import sparsekern
 from sparsekern import bsr
 from graphtime import graph_time
 
-
-def graph_time_on(fn, stream, n=50):
-    """graph_time with warm-up and capture on `stream` (where the backward's forward ran)."""
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.synchronize()
-    gr = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(gr, stream=stream):
-        for _ in range(n):
-            fn()
-    ts = []
-    for _ in range(5):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        gr.replay()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1e3 / n)
-    return sorted(ts)[2]
-
 dev = torch.device("cuda")
 layers = sys.argv[1:] or ["3072:768:128:0.1", "768:3072:128:0.1", "3072:768:128:0.5", "768:3072:128:0.5",
                           "4096:4096:128:0.05", "4096:4096:64:0.05", "1024:4096:128:0.1", "4096:1024:64:0.1"]
@@ -74,7 +54,7 @@ for spec in layers:
         return layer(x)
 
     t_sdd = graph_time(sdd)
-    t_bwd = graph_time_on(bwd, s)
+    t_bwd = graph_time(bwd, stream=s)
     t_fwd = graph_time(fwd)
     print(f"split={split:4s} {k_in}->{n_out} b={b} d={d} nnz={pattern.nnz_blocks:4d} ws={ws_bytes >> 10:6d} KiB | "
           f"sdd {t_sdd:7.1f} us  bwd {t_bwd:7.1f} us  fwd {t_fwd:7.1f} us  bwd/2/fwd {t_bwd / 2 / t_fwd:5.2f} | "

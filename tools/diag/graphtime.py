@@ -1,10 +1,12 @@
 """Device time of a CUDA call for the diagnostics of this folder: `n` calls captured in one CUDA
-graph, replayed five times, the median replay's time per call in µs (no host time in it)."""
+graph, replayed five times, the median replay's time per call in µs (no host time in it). `stream`:
+warm up and capture on it (a backward must be captured on the stream its forward ran on), else
+on a new one."""
 import torch
 
 
-def graph_time(fn, n=50):
-    s = torch.cuda.Stream()
+def graph_time(fn, n=50, stream=None):
+    s = stream if stream is not None else torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         fn()
