@@ -736,10 +736,6 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
         ws = _try_workspace(nbytes, a.device) if nbytes else None
         if ws is None:
             nbytes = 0
-        a, b = _col_major(a), _row_major(b)
-        _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
-                   _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes)
-        return out
     # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others are
     # copied K-major into a workspace where the pattern holds enough blocks to repay it (else the
     # SM80 kernel reads them, a column-major and b row-major).

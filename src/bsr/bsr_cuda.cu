@@ -663,8 +663,9 @@ int sdd_splits(std::int64_t nnz, std::int64_t b, std::int64_t k, int sms) {
   return s >= 2 ? int(s) : 1;
 }
 
-/// Whether `p` runs on the sm_90a 16-bit sdd (the dense path aside): fp16 / bf16, blocks of 64 or
-/// 128, compute capability 9.0, operands the tensor-core path reads (checked again at launch).
+/// Whether `p` runs on the sm_90a 16-bit sdd (the dense path aside, and given operands the
+/// tensor-core path reads): fp16 / bf16, blocks of 64 or 128, sizes below 2³¹, compute capability
+/// 9.0 in a build with sm_90a.
 bool sdd_16bit_sm90(const SddParams& p) {
   const std::int64_t b = p.pattern.block_size;
   if (p.device.type != DeviceType::cuda || (p.dtype != DType::f16 && p.dtype != DType::bf16) ||
@@ -677,11 +678,16 @@ bool sdd_16bit_sm90(const SddParams& p) {
   return dev.major == 9 && dev.minor == 0;
 }
 
+/// Bytes of the fp32 partials of `splits` splits of nnz blocks of b × b.
+std::size_t split_partial_bytes(int splits, std::int64_t nnz, std::int64_t b) {
+  return std::size_t(splits) * std::size_t(nnz) * std::size_t(b * b) * sizeof(float);
+}
+
 std::size_t sdd_split_bytes(const SddParams& p) {
   if (!sdd_16bit_sm90(p)) return 0;
-  const std::int64_t b = p.pattern.block_size;
-  const int splits = sdd_splits(p.pattern.nnz_blocks, b, p.a.cols, device_info(p.device.index).sms);
-  return splits > 1 ? std::size_t(splits) * std::size_t(p.pattern.nnz_blocks) * std::size_t(b * b) * sizeof(float) : 0;
+  const std::int64_t nnz = p.pattern.nnz_blocks, b = p.pattern.block_size;
+  const int splits = sdd_splits(nnz, b, p.a.cols, device_info(p.device.index).sms);
+  return splits > 1 ? split_partial_bytes(splits, nnz, b) : 0;
 }
 
 bool dds_dense(const DdsProblem& p, cudaStream_t stream);
@@ -1072,30 +1078,26 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
     t.nnz = p.pattern.nnz_blocks;  // the grouped kernel stops its groups there
     const int nnz = int(p.pattern.nnz_blocks), b = int(p.pattern.block_size);
 #if SPARSEKERN_BSR_SM90A
-    if (p.dtype != DType::f32 && sm90_enabled() && (b == 64 || b == 128) && k > 0 && k < (std::int64_t(1) << 31) && p.a.rows < (std::int64_t(1) << 31) &&
-        p.b.cols < (std::int64_t(1) << 31)) {
-      const DeviceInfo dev = device_info(p.device.index);
-      if (dev.major == 9 && dev.minor == 0) {  // sm_90a code runs on compute capability 9.0 only
-        const int rows = int(p.a.rows), cols = int(p.b.cols);
-        // Split K where the caller passed room for the partials (sdd_workspace_bytes).
-        int splits = sdd_splits(nnz, b, k, dev.sms);
-        const std::size_t need = std::size_t(splits) * std::size_t(nnz) * std::size_t(b) * std::size_t(b) * sizeof(float);
-        float* partial = nullptr;
-        if (splits > 1 && p.workspace.data != nullptr && p.workspace.bytes >= need && aligned16(p.workspace.data)) {
-          partial = static_cast<float*>(p.workspace.data);
-        } else {
-          splits = 1;
-        }
-        bool launched;
-        if (b == 64) {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial)
-                            : sm90::sdd_launch<sm90::Elem::f16, 64, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial);
-        } else {
-          launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial)
-                            : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, dev.sms, stream, splits, partial);
-        }
-        if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
+    if (sdd_16bit_sm90(p)) {  // sm_90a code runs on compute capability 9.0 only
+      const int rows = int(p.a.rows), cols = int(p.b.cols), sms = device_info(p.device.index).sms;
+      // Split K where the caller passed room for the partials (sdd_workspace_bytes).
+      int splits = sdd_splits(nnz, b, k, sms);
+      float* partial = nullptr;
+      if (splits > 1 && p.workspace.data != nullptr && p.workspace.bytes >= split_partial_bytes(splits, nnz, b) &&
+          aligned16(p.workspace.data)) {
+        partial = static_cast<float*>(p.workspace.data);
+      } else {
+        splits = 1;
       }
+      bool launched;
+      if (b == 64) {
+        launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64, false>(t, nnz, rows, cols, sms, stream, splits, partial)
+                          : sm90::sdd_launch<sm90::Elem::f16, 64, false>(t, nnz, rows, cols, sms, stream, splits, partial);
+      } else {
+        launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, sms, stream, splits, partial)
+                          : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, sms, stream, splits, partial);
+      }
+      if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
     }
 #endif
     if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, p.device.index, stream);

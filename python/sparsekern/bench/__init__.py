@@ -109,6 +109,14 @@ def time_ms(fn: Callable[[], object], device: torch.device, *, warmup_ms: float 
     return statistics.median(times)
 
 
+def copy_tbps(device: torch.device, nbytes: int) -> float:
+    """Device-to-device copy bandwidth in TB/s (bytes read + written per second) of an `nbytes`
+    buffer, timed with time_ms: the memory ceiling the families' rooflines and floors use."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return 2 * nbytes / time_ms(lambda: dst.copy_(src), device) / 1e9
+
+
 def graph_time_ms(fn: Callable[[], object], device: torch.device, calls: int = 20, stream=None) -> float:
     """Device time per call in milliseconds: `calls` calls captured into one CUDA graph, whose
     replays are timed (time_ms); the host's per-call work (Python, argument checks, launches) is

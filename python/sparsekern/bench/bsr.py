@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from .. import BlockSparseLinear
 from ..testing import rel_error, tolerance
-from . import Case, Tf32, time_ms
+from . import Case, Tf32, copy_tbps
 
 try:  # optional: MegaBlocks' Triton kernels (pip install stanford-stk), for the comparison only
     import stk  # type: ignore
@@ -136,21 +136,11 @@ def _grid(device: torch.device, quick: bool):
     return main + bert
 
 
-def _copy_tbps(device: torch.device) -> float:
-    """Device-to-device copy bandwidth of a 1 GiB buffer (far larger than L2), in TB/s: the
-    ceiling of the forward's memory floor (see summarize)."""
-    nbytes = 1 << 30
-    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    tbps = 2 * nbytes / time_ms(lambda: dst.copy_(src), device) / 1e9
-    del src, dst
-    return tbps
-
-
 def cases(device: torch.device, quick: bool) -> list[Case]:
     out: list[Case] = []
     supported = {}
-    copy_tbps = _copy_tbps(device) if device.type == "cuda" else None
+    # The forward's memory floor (see summarize): a 1 GiB copy, far larger than L2.
+    copy_bw = copy_tbps(device, 1 << 30) if device.type == "cuda" else None
     for i, (m, k, n, block, density, label) in enumerate(_grid(device, quick)):
         dtype, tf32 = _LABELS[label]
         mode = Tf32(tf32)
@@ -160,10 +150,10 @@ def cases(device: torch.device, quick: bool) -> list[Case]:
         useful = 2.0 * m * k * n * d_actual
         shape = f"{m}x{k}→{n} b={block} d={density}"
         extra = dict(m=m, k=k, n=n, block=block, density=d_actual, density_nominal=density)
-        if copy_tbps:  # the forward's least traffic: x read once, y and the stored blocks once
+        if copy_bw:  # the forward's least traffic: x read once, y and the stored blocks once
             size = torch.empty((), dtype=dtype).element_size()
             min_bytes = size * (m * k + m * n + nnz * block * block + n)
-            extra.update(copy_tbps=copy_tbps, floor_ms=min_bytes / (copy_tbps * 1e9))
+            extra.update(copy_tbps=copy_bw, floor_ms=min_bytes / (copy_bw * 1e9))
         tol = tolerance(dtype, tf32 and device.type == "cuda")
 
         def ours(cell=cell):

@@ -38,7 +38,7 @@ from .._core import as_dlpack
 from ..kron import kron_matmul, kron_reference
 from ..kron_cli import min_bytes, shuffle_flops
 from ..testing import randn, rel_error, tolerance
-from . import Case, gpu_events, time_ms, Tf32
+from . import Case, copy_tbps, gpu_events, time_ms, Tf32
 
 FULL = [(16, [32, 32]), (32, [128, 128]), (1024, [32, 32]), (1024, [64, 64]), (1024, [128, 128]),
         (1024, [16, 16, 16]), (1024, [8, 8, 8, 8]), (256, [16, 16, 16, 16]), (4096, [64, 64]),
@@ -164,10 +164,7 @@ def _ceilings(device: torch.device) -> dict:
     b = torch.randn(n, n, device=device)
     mm = Tf32(False).wrap(lambda: a @ b)
     t_mm = time_ms(mm, device)
-    src = torch.empty(1 << 28, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    t_cp = time_ms(lambda: dst.copy_(src), device)
-    return {"fp32_tflops": 2 * n**3 / t_mm / 1e9, "copy_tbps": 2 * src.numel() / t_cp / 1e9}
+    return {"fp32_tflops": 2 * n**3 / t_mm / 1e9, "copy_tbps": copy_tbps(device, 1 << 28)}
 
 
 def _plan(x, fs, backward: bool) -> str:

@@ -233,8 +233,7 @@ bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, i
   TB tma_b = make_tma_atom(SM90_TMA_LOAD{}, sdd_b_view<Cfg>(p.b, b_cols, p.k, p.ldb),
                            typename Cfg::SmemLayoutB{}(_, _, 0), make_shape(Int<Cfg::kBN>{}, Int<Cfg::kBK>{}));
   const int nk = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  if (partial == nullptr || splits > nk) splits = partial == nullptr ? 1 : nk;
-  if (splits < 1) splits = 1;
+  splits = partial == nullptr ? 1 : std::clamp(splits, 1, nk);
   const int steps = (nk + splits - 1) / splits;
   splits = (nk + steps - 1) / steps;  // no empty split
   const std::int64_t n_tiles = std::int64_t(nnz_blocks) * (kBlock / Cfg::kTM) * splits;
