@@ -140,11 +140,13 @@ struct SddParams {
   /// whole with cuBLAS into the workspace and the pattern's blocks copied out: a transient buffer
   /// of m × n elements (plus cuBLAS's workspace), the size of the dense matrix.
   /// SPARSEKERN_BSR_SDD_DENSE=0 turns this off (1: wherever the dtype allows, for comparisons).
-  /// fp16 / bf16 with blocks of 64 or 128 on a compute capability 9.0 GPU (sm_90a build): where the
-  /// pattern has fewer 64-row block slices than the GPU has SMs and K is long, the kernel splits K
-  /// and writes fp32 partials (splits · nnz_blocks · b² floats) into the workspace, which a second
-  /// kernel sums in split order (deterministic) into out_values; without the room, no split.
-  /// SPARSEKERN_BSR_SDD_SPLIT=0 never splits, N ≥ 2 forces N splits (comparisons, tests).
+  /// Split K: where the pattern gives the GPU too few tiles for a long K (fp16 / bf16 with blocks of
+  /// 64 or 128 on a compute capability 9.0 GPU in an sm_90a build: fewer 64-row block slices than
+  /// SMs; the SM80 kernels, tf32 included: about a wave of tiles or less, or a short last wave), the
+  /// kernel splits K and writes fp32 partials (splits · nnz_blocks · b² floats) into the workspace,
+  /// which a second kernel sums in split order (deterministic) into out_values; without the room
+  /// (sdd_split_workspace_bytes(p)), no split. SPARSEKERN_BSR_SDD_SPLIT=0 never splits, N ≥ 2
+  /// forces N splits (comparisons, tests).
   /// Stream-ordered like DdsParams::workspace.
   Workspace workspace{};
 };
@@ -158,9 +160,14 @@ std::size_t sdd_dense_workspace_bytes(const SddParams& p);
 /// where the dense path applies, else the transposed copies of an fp32 (TF32) product's operands
 /// with b ∈ {64, 128} on a compute capability 9.0 GPU (sm_90a build), where the pattern holds
 /// enough blocks for the faster kernel to repay the copies (see bsr.cpp), or the split-K partials
-/// of a 16-bit product there. Reads p's dtype, fp32_math, device, pattern.block_size,
-/// pattern.nnz_blocks, a.rows, a.cols and b.cols.
+/// (sdd_split_workspace_bytes), whichever is larger. Reads p's dtype, fp32_math, device,
+/// pattern.block_size, pattern.nnz_blocks, a.rows, a.cols and b.cols.
 std::size_t sdd_workspace_bytes(const SddParams& p);
+
+/// Bytes of SddParams::workspace for the split-K partials of `p` where its kernel splits K (see
+/// SddParams::workspace), 0 where it does not. Reads the same fields as sdd_workspace_bytes;
+/// queries the device's compute capability and the kernel's occupancy once (no synchronisation).
+std::size_t sdd_split_workspace_bytes(const SddParams& p);
 
 /// Whether fp32 (TF32) products with blocks of `block_size` run the sm_90a wgmma kernels on
 /// `device` when their operands are K-major (sdd: `a` row-major, `b` column-major, read without

@@ -206,6 +206,12 @@ std::size_t sdd_workspace_bytes(std::int64_t m, std::int64_t k, std::int64_t n, 
   return bsr::sdd_workspace_bytes(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
 }
 
+std::size_t sdd_split_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
+                            std::int64_t nnz, bool tf32, int device, const std::string& dtype) {
+  if (device < 0) return 0;
+  return bsr::sdd_split_workspace_bytes(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
+}
+
 std::size_t sdd_dense_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
                             std::int64_t nnz, bool tf32, int device, const std::string& dtype) {
   if (device < 0) return 0;
@@ -261,6 +267,10 @@ void register_bsr(nb::module_& m) {
         nb::arg("dtype") = "float32",
         "bytes of the bsr_sdd workspace for an (m × k)·(k × n) product of `dtype` on a pattern of "
         "nnz_blocks blocks on CUDA `device` (0 where none is used; see SddParams::workspace)");
+  m.def("bsr_sdd_split_bytes", &sdd_split_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"), nb::arg("block_size"),
+        nb::arg("nnz_blocks"), nb::arg("tf32"), nb::arg("device"), nb::arg("dtype"),
+        "bytes of the bsr_sdd workspace for the split-K partials of the product, 0 where its kernel does "
+        "not split K (see SddParams::workspace)");
   m.def("bsr_sdd_dense_bytes", &sdd_dense_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"), nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"),
         nb::arg("device"), nb::arg("dtype"),
         "bytes of the bsr_sdd workspace with which the product is computed whole (cuBLAS) and the "

@@ -638,12 +638,12 @@ def _sdd_dense_bytes(a, b, like_values, tf32) -> int:
         m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
 
 
-def _sdd_split_bytes(a, b, like_values) -> int:
-    """bsr_sdd_workspace_bytes for a 16-bit product that does not take the dense path (the room for
-    its split-K partials, or 0), cached."""
+def _sdd_split_bytes(a, b, like_values, tf32) -> int:
+    """bsr_sdd_split_bytes for a product that does not take the dense path (the room for its
+    split-K partials, or 0), cached."""
     (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
-    return _cached_bytes(("sdd_split", m, k, n, nnz, blk, device, a.dtype), lambda: _C.bsr_sdd_workspace_bytes(
-        m, k, n, blk, nnz, False, device, dtype_name(a.dtype)))
+    return _cached_bytes(("sdd_split", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_split_bytes(
+        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
 
 
 def _check_dsd_args(values, index, rows, cols, transpose, b):
@@ -729,21 +729,18 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
             _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
                        _idx(index[1]), as_dlpack(out), tf32, stream_of(a), ws.data_ptr(), dense_nbytes)
             return out
-    if a.is_cuda and a.dtype in _HALF and dense_nbytes == 0:
-        # 16-bit on Hopper: with few blocks and a long K the sampled kernel splits K and sums fp32
-        # partials, which live in the workspace (bsr_sdd_workspace_bytes, 0 where it does not split).
-        nbytes = _sdd_split_bytes(a, b, like_values)
-        ws = _try_workspace(nbytes, a.device) if nbytes else None
-        if ws is None:
-            nbytes = 0
     # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others are
     # copied K-major into a workspace where the pattern holds enough blocks to repay it (else the
     # SM80 kernel reads them, a column-major and b row-major).
     kmajor = tf32 and _C.bsr_tf32_wgmma(a.get_device(), like_values.shape[1])
     if kmajor and not (_row_major_ok(a) and _col_major_ok(b)):
         if _tf32_copies:
+            # The larger of the copies and the SM80 kernel's split-K partials: only copies that
+            # outgrow the partials say that the copies pay (else the partials are asked for below).
             nbytes = _C.bsr_sdd_workspace_bytes(a.shape[0], a.shape[1], b.shape[1], like_values.shape[1],
                                                 like_values.shape[0], True, a.get_device())
+            if nbytes <= _sdd_split_bytes(a, b, like_values, True):
+                nbytes = 0
         ws = _try_workspace(nbytes, a.device) if nbytes else None
         if ws is None:
             kmajor, nbytes = False, 0
@@ -752,6 +749,14 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
             b = b if _col_major_ok(b) else _row_major(b)
     if not kmajor:
         a, b = _col_major(a), _row_major(b)
+        if a.is_cuda and dense_nbytes == 0:
+            # With few tiles over a long K (a weight gradient of a small layer, or of a sparse
+            # pattern, over many rows) the kernel splits K and sums fp32 partials, which live in
+            # the workspace (bsr_sdd_split_bytes, 0 where it does not split); no room, no split.
+            nbytes = _sdd_split_bytes(a, b, like_values, tf32)
+            ws = _try_workspace(nbytes, a.device) if nbytes else None
+            if ws is None:
+                nbytes = 0
     _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
                _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes)
     return out

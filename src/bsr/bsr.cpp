@@ -292,6 +292,10 @@ std::size_t detail::sdd_copy_bytes(const SddParams& p) {
 
 std::size_t sdd_dense_workspace_bytes(const SddParams& p) { return detail::sdd_dense_bytes(p); }
 
+std::size_t sdd_split_workspace_bytes(const SddParams& p) {
+  return detail::sdd_dense_bytes(p) != 0 ? 0 : detail::sdd_split_bytes(p);
+}
+
 std::size_t sdd_workspace_bytes(const SddParams& p) {
   const std::size_t dense = detail::sdd_dense_bytes(p);
   if (dense != 0) return dense;

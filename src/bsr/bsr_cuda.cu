@@ -576,6 +576,14 @@ int sdd_group_mode() {
 /// pairs) measured 7-36% slower at d = 0.05-0.25, so tf32 has no grouped kernel.
 constexpr int kSddGroupMinBlocksPerSm = 8;
 
+/// Whether the SM80 sdd of nnz blocks of b runs grouped (16-bit blocks of 32 only).
+bool sdd_grouped(bool tf32, std::int64_t nnz, int block, int device) {
+  if (tf32 || block != 32) return false;
+  const int mode = sdd_group_mode();
+  if (mode == 0) return false;
+  return mode > 0 || nnz >= std::int64_t(kSddGroupMinBlocksPerSm) * device_info(device).sms;
+}
+
 /// The grouped SM80 sdd where it applies (false: nothing launched).
 template <bool kTf32>
 bool sdd_group_tc_launch(const tc::TcParams& t, int nnz, int block, int device, void* stream) {
@@ -583,9 +591,7 @@ bool sdd_group_tc_launch(const tc::TcParams& t, int nnz, int block, int device, 
     (void)t, (void)nnz, (void)block, (void)device, (void)stream;
     return false;
   } else {
-    const int mode = sdd_group_mode();
-    if (block != 32 || mode == 0) return false;
-    if (mode < 0 && std::int64_t(nnz) < std::int64_t(kSddGroupMinBlocksPerSm) * device_info(device).sms) return false;
+    if (!sdd_grouped(false, nnz, block, device)) return false;
     tc::sdd_group_launch<false, 32, 4>(t, nnz, stream);
     return true;
   }
@@ -607,7 +613,53 @@ void sdd_tc_launch(const tc::TcParams& t, int nnz, int block, int device, void* 
   }
 }
 
+/// The SM80 sdd's tile side for blocks of b (sdd_tc_launch's choice, grouped kernels aside).
+int sdd_tc_tile(bool tf32, int block) { return tf32 && block == 128 ? 64 : block; }
+
 }  // namespace
+
+/// K splits of the SM80 sdd (1: none; see sdd_splits for the sm_90a kernel). Its CTAs are tiles of
+/// one block; a pattern of a few CTAs per SM leaves the SMs short of work through the whole K loop.
+/// Auto: about kSddTcSplitCtasPerSm CTAs per SM in all, at most 8 splits, each at least 8 k-steps of
+/// 32. Measured (H100, 8192-row weight gradients, sdd µs in a CUDA graph at 1 / 2 / 3 / 4 / 6 / 8
+/// splits; session 22, tools/diag/bsr_split_ab.py): bf16 b = 32, 230 blocks (1.7 per SM; BERT-base
+/// 3072 → 768 at d = 0.1) 61.5 / 42.0 / 41.0 / 41.8 / 50.7 / 55.7; 819 blocks (6.2 per SM) 116 / 167 /
+/// 160 / 182 / 204 / 218; tf32 64 × 64 tiles: 408 (3.1 per SM; b = 128 d = 0.1, 4 tiles a block)
+/// 307-311 / 287 / 276 / 281 / 283 / 297, 410 (b = 64 d = 0.1) 311-315 / 293 / 287 / 298 / 335 /
+/// 356, 204 (1.55 per SM, b = 128 d = 0.05) 158 / 164 / 145 / 155 / 154 / 163, 205 (b = 64
+/// d = 0.05) 158-160 / 169 / 159 / 181 / 183 / 205, 1024 and 1638 (7.8 and 12.4 per SM) slower at
+/// every split. Beyond about five CTAs per SM the partials' extra pass costs more than the added
+/// parallelism gains.
+constexpr double kSddTcSplitCtasPerSm = 5.0;
+
+int sdd_split_mode();
+int sdd_tc_split_steps(std::int64_t k, int& splits);
+
+int sdd_tc_splits(bool tf32, std::int64_t nnz, int block, std::int64_t k, int device) {
+  const int mode = sdd_split_mode();
+  if (mode == 0 || nnz <= 0 || k <= 0 || sdd_grouped(tf32, nnz, block, device)) return 1;
+  const std::int64_t nk = (k + 31) / 32;
+  int splits;
+  if (mode > 0) {
+    splits = int(std::min<std::int64_t>(mode, nk));
+  } else {
+    const int tile = sdd_tc_tile(tf32, block);
+    const double per_sm = double(nnz) * double(block / tile) * double(block / tile) / device_info(device).sms;
+    splits = int(std::min<double>(std::lround(kSddTcSplitCtasPerSm / per_sm), 8.0));
+    while (splits > 1 && nk / splits < 8) --splits;
+    if (splits < 2) return 1;
+  }
+  sdd_tc_split_steps(k, splits);
+  return splits;
+}
+
+/// k-steps (of 32) per split of `splits` over k, and the splits that then hold any (no empty split).
+int sdd_tc_split_steps(std::int64_t k, int& splits) {
+  const std::int64_t nk = (k + 31) / 32;
+  const std::int64_t steps = (nk + splits - 1) / splits;
+  splits = int((nk + steps - 1) / steps);
+  return int(steps);
+}
 
 }  // namespace sparsekern::bsr::detail
 
@@ -623,9 +675,10 @@ bool tf32_wgmma(int device, std::int64_t block) {
   return dev.major == 9 && dev.minor == 0;
 }
 
-/// SPARSEKERN_BSR_SDD_SPLIT=auto | 0 | N (read once per process): the split-K count of the sm_90a
-/// 16-bit sdd; 0 never splits, N ≥ 2 splits every such product N ways (at most one split per
-/// 64-wide k-step), for tests and comparisons. -1 for auto.
+/// SPARSEKERN_BSR_SDD_SPLIT=auto | 0 | N (read once per process): the split-K count of the sdd
+/// kernels (the sm_90a 16-bit one and the SM80 one, grouped tiles aside); 0 never splits, N ≥ 2
+/// splits every such product N ways (at most one split per k-step: 64 wide on sm_90a, 32 on
+/// SM80), for tests and comparisons. -1 for auto.
 int sdd_split_mode() {
   static const int mode = [] {
     const char* v = std::getenv("SPARSEKERN_BSR_SDD_SPLIT");
@@ -684,9 +737,15 @@ std::size_t split_partial_bytes(int splits, std::int64_t nnz, std::int64_t b) {
 }
 
 std::size_t sdd_split_bytes(const SddParams& p) {
-  if (!sdd_16bit_sm90(p)) return 0;
   const std::int64_t nnz = p.pattern.nnz_blocks, b = p.pattern.block_size;
-  const int splits = sdd_splits(nnz, b, p.a.cols, device_info(p.device.index).sms);
+  if (p.device.type != DeviceType::cuda || nnz <= 0) return 0;
+  int splits = 1;
+  if (sdd_16bit_sm90(p)) {
+    splits = sdd_splits(nnz, b, p.a.cols, device_info(p.device.index).sms);
+  } else if (tc_dtype(p.dtype, p.fp32_math, p.device.index) && (b == 16 || b == 32 || b == 64 || b == 128) &&
+             p.a.cols < (std::int64_t(1) << 31)) {
+    splits = sdd_tc_splits(p.dtype == DType::f32, nnz, int(b), p.a.cols, p.device.index);
+  }
   return splits > 1 ? split_partial_bytes(splits, nnz, b) : 0;
 }
 
@@ -1100,6 +1159,14 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
       if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
     }
 #endif
+    // Split K where the caller passed room for the partials (sdd_workspace_bytes).
+    int splits = sdd_tc_splits(p.dtype == DType::f32, nnz, b, k, p.device.index);
+    if (splits > 1 && p.workspace.data != nullptr && p.workspace.bytes >= split_partial_bytes(splits, nnz, b) &&
+        aligned16(p.workspace.data)) {
+      t.split_steps = sdd_tc_split_steps(k, splits);
+      t.splits = splits;
+      t.partial = static_cast<float*>(p.workspace.data);
+    }
     if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, p.device.index, stream);
     else sdd_tc_launch<false>(t, nnz, b, p.device.index, stream);
     return;

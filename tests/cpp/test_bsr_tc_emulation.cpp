@@ -280,8 +280,11 @@ void run_dds(const char* cfg_name, Elem el, int b, std::int64_t m, bool col_majo
 /// sdd: out[p] = (A · B)[block p], A (rows × k) M-major (column stride lda), B (k × cols) N-major.
 /// kG > 0: the grouped kernel (sdd_group_body with kT = Cfg::kBM segments) on a pattern whose rows
 /// hold 4, 1 and 3 blocks (groups cut by block rows and by the aligned chunks of kG / (b / kT)).
+///
+/// splits > 1 (kG = 0): split K, each split's CTAs writing fp32 partials that sdd_split_reduce_range
+/// sums into out, as the CUDA launcher's second kernel does.
 template <class Cfg, int kG = 0>
-void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
+void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int splits = 1) {
   const int rb = kG > 0 ? 3 : 2, cb = kG > 0 ? 5 : 3, rows = rb * b, cols = cb * b;
   const std::vector<std::int32_t> brow = kG > 0 ? std::vector<std::int32_t>{0, 0, 0, 0, 1, 2, 2, 2}
                                                 : std::vector<std::int32_t>{0, 0, 1, 1};
@@ -291,6 +294,7 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
   const std::int64_t lda = rows + 8, ldb = cols + 8;
   Buffer A(std::size_t(std::max(k, 1) * lda), el.bytes()), B(std::size_t(std::max(k, 1) * ldb), el.bytes());
   Buffer O(std::size_t(nnz) * b * b, el.bytes());
+  Buffer P(std::size_t(std::max(splits, 1)) * nnz * b * b, 4);  // split-K partials (fp32)
   std::vector<double> a(std::size_t(rows) * k), bm(std::size_t(k) * cols);
   for (int q = 0; q < k; ++q) {
     for (int r = 0; r < rows; ++r) {
@@ -317,10 +321,17 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
   prob.add(A.data, A.bytes);
   prob.add(B.data, B.bytes);
   prob.add(O.data, O.bytes);
+  prob.add(P.data, P.bytes);
   tc::emu::Stats stats;
   p.nnz = nnz;
-  // (b/T)² tiles per block, or (grouped) one CTA per block and sub-row
-  const int ctas = nnz * (kG > 0 ? b / Cfg::kBM : (b / Cfg::kBM) * (b / Cfg::kBM));
+  if (splits > 1) {  // as sdd_tc_split_steps: k-steps of 32 per split
+    const int nk = (k + 31) / 32;
+    p.split_steps = (nk + splits - 1) / splits;
+    p.splits = splits;
+    p.partial = reinterpret_cast<float*>(P.data);
+  }
+  // (b/T)² tiles per block, or (grouped) one CTA per block and sub-row; times the splits
+  const int ctas = nnz * (kG > 0 ? b / Cfg::kBM : (b / Cfg::kBM) * (b / Cfg::kBM)) * std::max(splits, 1);
   for (int cta = 0; cta < ctas; ++cta) {
     tc::emu::Block block(Cfg::kThreads, Cfg::kSmemBytes, mode, prob, stats);
     block.run([&](int tid) {
@@ -329,6 +340,11 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
       else
         tc::sdd_body<Cfg>(p, tid, cta, block.smem());
     });
+  }
+  if (splits > 1) {  // the reduce kernel's work, in 4-element pieces
+    const std::int64_t count = std::int64_t(nnz) * b * b;
+    for (std::int64_t i = 0; i < count; i += 4)
+      tc::sdd_split_reduce_range<Cfg::kTf32>(p.partial, splits, count, O.data, p.bf16, i, i + 4);
   }
   double num = 0, den = 0;
   bool finite = true;
@@ -344,7 +360,8 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
         den += ref * ref;
       }
   const std::string what = sk_test::str(cfg_name, " ", el.name(), " b=", b, " k=", k,
-                                        mode == CopyMode::kDeferred ? " deferred" : " immediate");
+                                        mode == CopyMode::kDeferred ? " deferred" : " immediate",
+                                        splits > 1 ? sk_test::str(" splits=", splits) : std::string());
   for (const auto& e : stats.errors) SK_CHECK(false, what, ": ", e);
   SK_CHECK(finite, what, ": non-finite output");
   if (k == 0) {
@@ -352,7 +369,7 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode) {
   } else {
     SK_CHECK(std::sqrt(num / den) <= el.tol(), what, ": rel error ", std::sqrt(num / den));
   }
-  SK_CHECK(A.guard_ok() && B.guard_ok() && O.guard_ok(), what, ": write outside a buffer");
+  SK_CHECK(A.guard_ok() && B.guard_ok() && O.guard_ok() && P.guard_ok(), what, ": write outside a buffer");
   SK_CHECK(stats.ldmatrix_conflicted_phases == 0, what, ": ", stats.ldmatrix_conflicted_phases,
            " ldmatrix phases have bank conflicts");
   if (k > 0) check_lds32<Cfg>(what, stats);
@@ -384,6 +401,10 @@ void sdd_config(const char* name, int block = kTile) {
     for (const Elem& el : elems) run_sdd<Cfg>(name, el, block, 45, mode);  // 32 + a 13-row tail
   run_sdd<Cfg>(name, elems[0], block, 0, CopyMode::kDeferred);
   run_sdd<Cfg>(name, elems[0], block, 96, CopyMode::kDeferred);
+  // Split K: 200 = 6 full k-steps + 8 rows in 3 splits of 3 steps (the last one short, a tail);
+  // 4 splits of 2 steps over 7 steps (the last split one step); every dtype rounds the sums.
+  for (const Elem& el : elems) run_sdd<Cfg>(name, el, block, 200, CopyMode::kDeferred, 3);
+  run_sdd<Cfg>(name, elems.back(), block, 224, CopyMode::kImmediate, 4);
 }
 
 template <bool kTf32, int kT, int kG>

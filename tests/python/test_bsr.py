@@ -872,16 +872,68 @@ def test_sdd_split_k(block, dtype, k):
 @pytest.mark.cuda
 @pytest.mark.parametrize("split", ["0", "3", "64"])
 def test_sdd_split_each(split):
-    """SPARSEKERN_BSR_SDD_SPLIT=0 / N (read once per process) never splits K / splits every 16-bit
-    sm_90a sdd N ways (64: more ways than the short products have k-steps, so one per k-step):
-    test_sdd_split_k, the sm_90a sdd shapes and the layer's captured forward + backward through
-    each, in a fresh process; a malformed value raises a ValueError naming the variable."""
+    """SPARSEKERN_BSR_SDD_SPLIT=0 / N (read once per process) never splits K / splits every sdd N
+    ways, the 16-bit sm_90a kernel's and the SM80 kernel's (64: more ways than the short products
+    have k-steps, so one per k-step): test_sdd_split_k(_sm80), the sm_90a sdd shapes and the
+    layer's captured forward + backward through each, in a fresh process; a malformed value raises
+    a ValueError naming the variable."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     _cuda_tests_in_fresh_process("(sdd_split_k and not 8192) or sdd_tma_shapes or graph_capture",
                                  SPARSEKERN_BSR_SDD_SPLIT=split, SPARSEKERN_BSR_SDD_DENSE="0")
     if split == "3" and _is_hopper():
         _sdd_rejects_switch("SPARSEKERN_BSR_SDD_SPLIT", "1", "torch.bfloat16", 64, "a")
+
+
+def _sm80_splits_by_default() -> bool:
+    """Whether the SM80 sdd (tf32, 16-bit blocks of 16 / 32, and every block size before Hopper)
+    of a few tiles over a long K splits K here: on compute capability 8.0 and up unless
+    SPARSEKERN_BSR_SDD_SPLIT=0."""
+    return (torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+            and os.environ.get("SPARSEKERN_BSR_SDD_SPLIT", "auto") != "0")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("op_dtype", ["tf32", torch.float16, torch.bfloat16], ids=_dtype_id, indirect=True)
+@pytest.mark.parametrize("k", [1000, 4096, 8192])
+def test_sdd_split_k_sm80(block, op_dtype, k):
+    """The SM80 sdd kernel splits K too where a pattern gives it far fewer tiles than the GPU holds
+    (tf32 at every block size, 16-bit blocks of 16 and 32 on Hopper, all sizes on earlier GPUs):
+    fp32 partials in the workspace, summed in split order by a second kernel. K with a short last
+    k-step (1000) and without; weight-gradient layouts; against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dtype, dev = op_dtype, torch.device("cuda")
+    torch.manual_seed(k + block)
+    tf32 = dtype == torch.float32
+    # The first pattern is sparse enough that the dense path (cuBLAS + gather) does not take it;
+    # the second (d = 1/16) takes it with 16-bit blocks of 16, and is then checked for its result only.
+    split_checked = 0
+    for rb, cb, coords in ((8, 12, [(0, 1), (2, 5), (7, 0)]), (4, 4, [(1, 0)])):
+        mask = torch.zeros(rb, cb, dtype=torch.bool)
+        for r, c in coords:
+            mask[r, c] = True
+        rows, cols = rb * block, cb * block
+        pattern = make_matrix(rows, cols, block, 0.5, dtype, dev, mask=mask)
+        nnz, name = pattern.nnz_blocks, str(dtype)[6:]
+        split_bytes = _C.bsr_sdd_split_bytes(rows, k, cols, block, nnz, tf32, dev.index or 0, name)
+        dense_bytes = _C.bsr_sdd_dense_bytes(rows, k, cols, block, nnz, tf32, dev.index or 0, name)
+        sm80_kernel = tf32 or block <= 32 or not _is_hopper()
+        if dense_bytes == 0 and sm80_kernel and _sm80_splits_by_default():
+            # 1-3 blocks' tiles: far fewer than the five per SM from which it stops splitting
+            assert split_bytes >= 2 * nnz * block * block * 4, (rows, cols, k, split_bytes)
+            split_checked += 1
+        elif dense_bytes:
+            assert split_bytes == 0, (rows, cols, k, split_bytes)
+        a = randn(k, rows, dtype=dtype, device=dev).t()  # column-major, as xᵀ is
+        b = randn(k, cols, dtype=dtype, device=dev)
+        out = bsr.sdd(a, b, pattern)
+        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+        ref = (a.double() @ b.double()) * dense_mask
+        assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (rows, cols, k)
+    if _sm80_splits_by_default() and (tf32 or block <= 32 or not _is_hopper()):
+        assert split_checked >= 1
 
 
 @pytest.mark.cuda
@@ -892,6 +944,10 @@ def test_sdd_split_k_falls_back_when_the_workspace_cannot_be_allocated(monkeypat
     test_sdd_split_k(128, torch.bfloat16, 2048)
     if _splits_by_default():
         assert calls  # the partials were wanted, and refused
+    calls.clear()
+    test_sdd_split_k_sm80(32, torch.bfloat16, 4096)  # the SM80 kernel's partials
+    if _sm80_splits_by_default():
+        assert calls
 
 
 @pytest.mark.parametrize("block", BLOCKS)

@@ -9,7 +9,8 @@
 //        blocks of that column (the column-wise index set of Bop). dsd is dds on the transposed
 //        problem (the dispatcher swaps the operands and writes C column-major).
 //   sdd: values[p] = (A · B)[block p]: a CTA owns a T × T tile of one block of the pattern and runs
-//        a dense K loop over the two dense operands.
+//        a dense K loop over the two dense operands (or, split K, one range of it into fp32
+//        partials that a second kernel sums; see TcParams).
 //
 // Compile time is a design constraint (CI builds every kernel on 2 cores). CuTe's layout algebra for
 // TiledMMA / TiledCopy partitioning costs ~12 s of front-end time per instantiation, so the
@@ -521,7 +522,7 @@ struct SddTiles {
   std::int64_t ldb;
   int k, k0;
 
-  CUTE_HOST_DEVICE int count() const { return (k + kBK - 1) / kBK; }
+  CUTE_HOST_DEVICE int count() const { return (k - k0 + kBK - 1) / kBK; }  // from the first k0
 
   CUTE_HOST_DEVICE void load(E* sA, E* sB, int tid) {
     Cfg::A::template load<true>(a + k0 * lda, lda, sA, tid, k - k0);
@@ -551,12 +552,33 @@ CUTE_HOST_DEVICE void dds_body(const TcParams& p, int tid, int tile_n, int tile_
   epilogue<Cfg>(acc, tid, smem, c_tile, p.ldc, p.c_col_major, p.m - m0, bias, p.bf16);
 }
 
-/// sdd CTA: tile `sub` (row-major among the (b/T)² tiles of a block) of block `blk`.
+/// Writes the accumulators as an fp32 kBM × kBN tile, row stride ld (in floats), through shared
+/// memory: 16-byte stores along rows. The split-K sdd's partials.
+template <class Cfg>
+CUTE_HOST_DEVICE void epilogue_f32(const Accumulators<Cfg>& acc, int tid, char* smem, float* c_tile,
+                                   std::int64_t ld) {
+  constexpr int kStride = Cfg::kEpiStride, kVecsPerRow = Cfg::kBN / 4;
+  epilogue_stage<Cfg>(acc, tid, smem);
+  const float* s = reinterpret_cast<const float*>(smem);
+  for (int i = tid; i < Cfg::kBM * kVecsPerRow; i += Cfg::kThreads) {
+    const int r = i / kVecsPerRow, c = (i % kVecsPerRow) * 4;
+    const float* v = s + r * kStride + c;
+    float* dst = c_tile + r * ld + c;
+    note_global_store_16(dst);
+    *reinterpret_cast<float4*>(dst) = float4{v[0], v[1], v[2], v[3]};
+  }
+}
+
+/// sdd CTA: tile `sub` (row-major among the (b/T)² tiles of a block) of block `blk`, and with
+/// p.splits > 1 one split of its K loop (CTA = (blk · (b/T)² + sub) · splits + split; see TcParams).
 template <class Cfg>
 CUTE_HOST_DEVICE void sdd_body(const TcParams& p, int tid, int cta, char* smem) {
   using E = typename Cfg::Element;
   static_assert(Cfg::kBM == Cfg::kBN, "sdd tiles are square");
   constexpr int kT = Cfg::kBM;
+  const int splits = p.splits > 1 ? p.splits : 1;
+  const int split = cta % splits;
+  cta /= splits;
   const int b = p.block;
   const int nsub = b / kT;
   const int blk = cta / (nsub * nsub);
@@ -564,15 +586,50 @@ CUTE_HOST_DEVICE void sdd_body(const TcParams& p, int tid, int cta, char* smem) 
   const int m_off = (sub / nsub) * kT, n_off = (sub % nsub) * kT;
   const std::int64_t row0 = std::int64_t(p.block_rows[blk]) * b + m_off;
   const std::int64_t col0 = std::int64_t(p.block_cols[blk]) * b + n_off;
+  int k_begin = 0, k_end = p.k;
+  if (splits > 1) {  // k-steps of this split, clipped to K (a split past the end adds zeros)
+    const std::int64_t span = std::int64_t(p.split_steps) * Cfg::kBK;
+    k_begin = int(std::int64_t(split) * span < p.k ? std::int64_t(split) * span : p.k);
+    k_end = int(k_begin + span < p.k ? k_begin + span : p.k);
+  }
 
   Accumulators<Cfg> acc{};
   SddTiles<Cfg> tiles{static_cast<const E*>(p.a) + row0, p.lda, static_cast<const E*>(p.b) + col0,
-                      p.ldb, p.k, 0};
+                      p.ldb, k_end, k_begin};
   run_mainloop<Cfg>(tiles, acc, tid, smem, p.bf16);
 
-  char* out = static_cast<char*>(p.out_values) +
-              (std::int64_t(blk) * b * b + std::int64_t(m_off) * b + n_off) * Cfg::kOutBytes;
+  const std::int64_t at = std::int64_t(blk) * b * b + std::int64_t(m_off) * b + n_off;
+  if (splits > 1) {
+    epilogue_f32<Cfg>(acc, tid, smem, p.partial + std::int64_t(split) * p.nnz * b * b + at, b);
+    return;
+  }
+  char* out = static_cast<char*>(p.out_values) + at * Cfg::kOutBytes;
   epilogue<Cfg>(acc, tid, smem, out, b, false, kT, nullptr, p.bf16);
+}
+
+/// out[i] = Σ_s partial[s · count + i] in split order, rounded to the output type (fp32 for the
+/// tf32 path, else fp16 / bf16 by `bf16`), for i in [i0, i1) (multiples of 4): the second half of
+/// a split-K sdd, `count` = nnz · b². Vectors of four.
+template <bool kTf32>
+CUTE_HOST_DEVICE void sdd_split_reduce_range(const float* partial, int splits, std::int64_t count, void* out,
+                                             bool bf16, std::int64_t i0, std::int64_t i1) {
+  for (std::int64_t i = i0; i < i1; i += 4) {
+    float4 v = *reinterpret_cast<const float4*>(partial + i);
+    for (int s = 1; s < splits; ++s) {
+      const float4 w = *reinterpret_cast<const float4*>(partial + std::int64_t(s) * count + i);
+      v.x += w.x;
+      v.y += w.y;
+      v.z += w.z;
+      v.w += w.w;
+    }
+    if constexpr (kTf32) {
+      *reinterpret_cast<float4*>(static_cast<float*>(out) + i) = v;
+    } else {
+      const std::uint32_t lo = std::uint32_t(to_half_bits(v.x, bf16)) | (std::uint32_t(to_half_bits(v.y, bf16)) << 16);
+      const std::uint32_t hi = std::uint32_t(to_half_bits(v.z, bf16)) | (std::uint32_t(to_half_bits(v.w, bf16)) << 16);
+      *reinterpret_cast<uint2*>(static_cast<std::uint16_t*>(out) + i) = uint2{lo, hi};
+    }
+  }
 }
 
 /// Grouped sdd (sdd_group_body): the CTA's output tile is kG segments of kT columns side by side,

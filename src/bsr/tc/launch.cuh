@@ -28,6 +28,16 @@ __global__ void __launch_bounds__(Cfg::kThreads) sdd_kernel(TcParams p) {
 #endif
 }
 
+/// The split-K sdd's second kernel: each thread sums one 16-byte vector of partials per
+/// grid-stride step (sdd_split_reduce_range on four elements).
+template <bool kTf32>
+__global__ void __launch_bounds__(256) sdd_split_reduce_kernel(const float* partial, int splits, std::int64_t count,
+                                                                void* out, bool bf16) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x * 4;
+  for (std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4; i < count; i += stride)
+    sdd_split_reduce_range<kTf32>(partial, splits, count, out, bf16, i, i + 4);
+}
+
 template <class Cfg, int kT, int kG>
 __global__ void __launch_bounds__(Cfg::kThreads) sdd_group_kernel(TcParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -37,6 +47,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) sdd_group_kernel(TcParams p) {
 }
 
 using sparsekern::detail::allow_smem;
+
 
 template <bool kTf32, int kTile, bool kBKMajor>
 void dds_launch(const TcParams& params, int n_block_cols, void* stream) {
@@ -64,11 +75,21 @@ void sdd_launch(const TcParams& p, int nnz_blocks, void* stream) {
   constexpr auto kernel = sdd_kernel<Cfg>;
   allow_smem<kernel>(Cfg::kSmemBytes);
   const std::int64_t per_block = std::int64_t(p.block / kTile) * (p.block / kTile);
-  const std::int64_t ctas = std::int64_t(nnz_blocks) * per_block;
+  const int splits = p.splits > 1 ? p.splits : 1;
+  const std::int64_t ctas = std::int64_t(nnz_blocks) * per_block * splits;
   if (ctas == 0) return;
   SK_EXPECTS(ctas <= 0x7fffffff, "sdd: too many blocks for one launch (", nnz_blocks, ")");
-  kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+  SK_EXPECTS(splits == 1 || (p.partial != nullptr && p.split_steps > 0 && p.nnz == nnz_blocks),
+             "sdd: internal split-K launch without partials");
+  auto s = static_cast<cudaStream_t>(stream);
+  kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
   SK_CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    const std::int64_t count = std::int64_t(nnz_blocks) * p.block * p.block;  // a multiple of 4 (b ≥ 16)
+    const int grid = int(std::min<std::int64_t>((count / 4 + 255) / 256, 2048));
+    sdd_split_reduce_kernel<kTf32><<<grid, 256, 0, s>>>(p.partial, splits, count, p.out_values, p.bf16);
+    SK_CUDA_CHECK_LAUNCH();
+  }
 }
 
 /// The grouped sdd (sdd_group_body): one CTA per (block, sub-row), of which only the groups' first

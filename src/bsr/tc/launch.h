@@ -11,7 +11,8 @@ namespace sparsekern::bsr::tc {
 template <bool kTf32, int kTile, bool kBKMajor>
 void dds_launch(const TcParams& p, int n_block_cols, void* stream);
 
-/// sdd: (b/kTile)² CTAs per block of the pattern (`nnz_blocks` blocks of size b), kTile ≤ b.
+/// sdd: (b/kTile)² CTAs per block of the pattern (`nnz_blocks` blocks of size b), kTile ≤ b, times
+/// p.splits with split K (then a second kernel sums p.partial into p.out_values; see TcParams).
 template <bool kTf32, int kTile>
 void sdd_launch(const TcParams& p, int nnz_blocks, void* stream);
 

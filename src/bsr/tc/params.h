@@ -49,6 +49,13 @@ struct TcParams {
   // dds on sm_90a, 16-bit output of the grouped kernel: store C through shared memory and TMA where
   // C admits a descriptor (false: from registers; SPARSEKERN_BSR_TMA_STORE=0, for comparisons).
   bool tma_store = true;
+  // sdd, split K (SM80 kernel; few tiles over a long K): `splits` > 1 CTAs per tile, CTA split s
+  // reducing k-steps [s · split_steps, (s + 1) · split_steps) of the kernel's BK into fp32 partials
+  // at partial + s · nnz · b² (the layout of out_values, nnz = p.nnz); sdd_split_reduce_tc sums them
+  // in split order (deterministic) into out_values. splits = 1: out_values written directly.
+  int splits = 1;
+  int split_steps = 0;
+  float* partial = nullptr;
   int k = 0;           ///< sdd: inner dimension
   int block = 0;       ///< b
   bool bf16 = false;   ///< 16-bit kernels: the data is bf16 (else fp16)
