@@ -138,7 +138,10 @@ struct SddParams {
   /// where the sampled kernels are slower than the dense product they sample, on a compute
   /// capability 9.0 GPU; `a` and `b` with a unit stride along one dim), the product is computed
   /// whole with cuBLAS into the workspace and the pattern's blocks copied out: a transient buffer
-  /// of m × n elements (plus cuBLAS's workspace), the size of the dense matrix.
+  /// of m × n elements (plus cuBLAS's workspace), the size of the dense matrix; in TF32 also room
+  /// for the smaller operand transposed (min(m, n) × k floats), which cuBLAS's TF32 kernels then
+  /// read K-major where `a` is column-major and `b` row-major (a weight gradient's layouts; 30%
+  /// faster on an H100). A workspace without that room runs the product on the operands as given.
   /// SPARSEKERN_BSR_SDD_DENSE=0 turns this off (1: wherever the dtype allows, for comparisons).
   /// Split K: where the pattern gives the GPU too few tiles for a long K (fp16 / bf16 with blocks of
   /// 64 or 128 on a compute capability 9.0 GPU in an sm_90a build: fewer 64-row block slices than

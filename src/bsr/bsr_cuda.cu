@@ -830,10 +830,16 @@ void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
 ///   16-bit: b = 16 0.04 / ≤ 0.05 / ≤ 0.05 (the SM80 b = 16 kernel); b = 32 0.12 / below 0.05 /
 ///   below 0.05 (at these small shapes the sampled kernel does not get under ~55 µs); b = 64 0.34 /
 ///   0.41 / 0.38; b = 128 0.58 / 0.62 / 0.66.
-///   TF32 (cuBLAS's TF32 product is slow for the BERT shapes, 144-203 TFLOP/s): b = 16 0.07 / 0.16
-///   / 0.19; b = 32 0.19 / 0.22 / 0.30; b = 64 0.40 / 0.27 / 0.48; b = 128 0.70 / 0.48 / above 0.75.
+///   TF32, with the dense path's smaller operand transposed first (session 22, s22_run7.sh,
+///   benchmarks/results/bsr-sdd-dense-tf32-H100-2026-11-26-session22.txt; the dense path 764-792 µs
+///   at 4096 → 4096 and 160-163 at both BERT-base shapes, against 1043-1051 and 193-275 before):
+///   b = 16 0.057 at 4096 → 4096; b = 32 0.17 / ~0.23 / ~0.23; b = 64 0.31 / ~0.37 / ~0.37;
+///   b = 128 0.56 / ~0.38 / ~0.38 (4096 → 4096 / 3072 → 768 / 768 → 3072, interpolated between
+///   the measured densities). Session 14's TF32 crossings, before the copy: b = 16 0.07 / 0.16 /
+///   0.19; b = 32 0.19 / 0.22 / 0.30; b = 64 0.40 / 0.27 / 0.48; b = 128 0.70 / 0.48 / above 0.75.
 /// The thresholds sit near the largest shape's crossing, leaning to the others': where they
-/// disagree, one path loses up to ~20% near the threshold.
+/// disagree, one path loses up to ~20% near the threshold (TF32 b = 128 at d = 0.5 on the BERT
+/// shapes: the sampled kernels, ~25% slower there, keep the 4096 → 4096 cell, 709 vs 783 µs).
 double sdd_dense_min_density(DType dtype, dense::Fp32Math math, std::int64_t b) {
   if (dtype == DType::f16 || dtype == DType::bf16) {
     switch (b) {
@@ -845,13 +851,25 @@ double sdd_dense_min_density(DType dtype, dense::Fp32Math math, std::int64_t b) 
   }
   if (dtype == DType::f32 && math == dense::Fp32Math::tf32) {
     switch (b) {
-      case 16: return 0.12;
-      case 32: return 0.22;
-      case 64: return 0.45;
-      default: return 0.7;
+      case 16: return 0.08;
+      case 32: return 0.18;
+      case 64: return 0.33;
+      default: return 0.55;
     }
   }
   return 2.0;  // fp32 without TF32, fp64: not measured
+}
+
+/// TF32 on the dense path: cuBLAS's TF32 kernels on Hopper read K-major operands, and a weight
+/// gradient's operands (dYᵀ M-major, X N-major) are neither; measured (H100, session 22,
+/// tools/diag/tf32_gemm_layouts.py, 4096 × 4096 × 8192): 1050 µs as given, 724 with B K-major,
+/// 755 with A K-major, 708 with both. So the dense path first transposes the smaller operand into
+/// the workspace (round256(min(m, n) · k₄ · 4) bytes, k₄ = k rounded up to a multiple of 4) where
+/// the workspace has room for it; 0 for other dtypes.
+std::size_t sdd_dense_copy_bytes(const SddParams& p) {
+  if (p.dtype != DType::f32 || p.fp32_math != dense::Fp32Math::tf32) return 0;
+  const std::int64_t k4 = (p.a.cols + 3) / 4 * 4;
+  return dense_matrix_bytes(std::min(p.a.rows, p.b.cols), k4, DType::f32);
 }
 
 std::size_t sdd_dense_bytes(const SddParams& p) {
@@ -868,17 +886,19 @@ std::size_t sdd_dense_bytes(const SddParams& p) {
     if (density < sdd_dense_min_density(p.dtype, p.fp32_math, b)) return 0;
   }
   const std::size_t c = dense_matrix_bytes(m, n, p.dtype);
-  return c + dense::gemm_workspace_size(p.device);
+  return c + sdd_dense_copy_bytes(p) + dense::gemm_workspace_size(p.device);
 }
 
 /// The sdd as one dense product C = A · B (cuBLAS, into the caller's workspace) and a copy of the
 /// pattern's blocks out of C. False (nothing launched) where it does not apply: no or a too small
 /// workspace, operands cuBLAS cannot read, an unaligned output.
 bool sdd_dense(const SddParams& p, cudaStream_t stream) {
-  const std::size_t need = sdd_dense_bytes(p);
-  // 256-byte alignment: cuBLAS's workspace follows C at a multiple of 256 bytes.
-  if (need == 0 || p.workspace.data == nullptr || p.workspace.bytes < need || !aligned16(p.out_values) ||
-      (reinterpret_cast<std::uintptr_t>(p.workspace.data) & 255) != 0) {
+  const std::size_t full = sdd_dense_bytes(p);
+  const std::size_t copy_bytes = full == 0 ? 0 : sdd_dense_copy_bytes(p);
+  // 256-byte alignment: cuBLAS's workspace follows C (and the copy) at a multiple of 256 bytes.
+  // Without room for the TF32 copy the product runs on the operands as given.
+  if (full == 0 || p.workspace.data == nullptr || p.workspace.bytes < full - copy_bytes ||
+      !aligned16(p.out_values) || (reinterpret_cast<std::uintptr_t>(p.workspace.data) & 255) != 0) {
     return false;
   }
   const std::int64_t m = p.a.rows, n = p.b.cols, b = p.pattern.block_size;
@@ -896,11 +916,28 @@ bool sdd_dense(const SddParams& p, cudaStream_t stream) {
   g.device = p.device;
   g.a = p.a;
   g.b = p.b;
+  std::size_t used = c_bytes;
+  const std::int64_t k = p.a.cols;
+  const bool a_mmajor = p.a.row_stride == 1 && m > 1 && k > 1;
+  const bool b_nmajor = p.b.col_stride == 1 && n > 1 && k > 1;
+  if (copy_bytes != 0 && p.workspace.bytes >= full && a_mmajor && b_nmajor) {
+    // TF32: the smaller operand K-major (see sdd_dense_copy_bytes); B on a tie (measured faster).
+    const std::int64_t k4 = (k + 3) / 4 * 4;
+    char* copy = ws + c_bytes;
+    if (n <= m) {  // B (k × n, row stride ldb) → n × k row-major: B column-major
+      transpose_f32(p.b.data, 1, k, n, p.b.row_stride, 0, copy, k4, 0, stream);
+      g.b = MatrixView{copy, k, n, 1, k4, 0};
+    } else {  // A column-major: its memory is Aᵀ (k × m, row stride col_stride) → A row-major
+      transpose_f32(p.a.data, 1, k, m, p.a.col_stride, 0, copy, k4, 0, stream);
+      g.a = MatrixView{copy, m, k, k4, 1, 0};
+    }
+    used += copy_bytes;
+  }
   g.c = MutableMatrixView{ws, m, n, n, 1, 0};
   g.fp32_math = p.fp32_math;
   // The sampled kernels accumulate each block in fp32 and round once; so does this product.
   g.allow_reduced_precision_reduction = false;
-  g.workspace = Workspace{ws + c_bytes, p.workspace.bytes - c_bytes};
+  g.workspace = Workspace{ws + used, p.workspace.bytes - used};
   dense::gemm(g, stream);
   GatherArgs a{ws, n * es, static_cast<char*>(p.out_values), p.pattern.block_row_indices,
                p.pattern.block_col_indices, int(b * es), int(b), p.pattern.nnz_blocks};

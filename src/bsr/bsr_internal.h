@@ -82,7 +82,8 @@ inline std::size_t dense_matrix_bytes(std::int64_t m, std::int64_t n, DType dtyp
 }
 
 /// Bytes of SddParams::workspace with which the sdd computes the whole product with cuBLAS and
-/// copies out the pattern's blocks (C, then cuBLAS's workspace), 0 where the sampled kernels run
+/// copies out the pattern's blocks (C, in TF32 the transposed operand of sdd_dense_copy_bytes, then
+/// cuBLAS's workspace), 0 where the sampled kernels run
 /// (CPU, a build without CUDA, SPARSEKERN_BSR_SDD_DENSE=0, or below the measured density).
 std::size_t sdd_dense_bytes(const SddParams& p);
 

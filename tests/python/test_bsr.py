@@ -485,8 +485,8 @@ def test_linear_cuda_graph_capture(case, monkeypatch):
 
 def test_sdd_dense_workspace_query():
     """bsr_sdd_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name; on
-    CUDA, 0 or room for the m × n product (+ cuBLAS's workspace), and bsr_sdd_workspace_bytes
-    agrees with it wherever it is not 0."""
+    CUDA, 0 or room for the m × n product (+ cuBLAS's workspace; in TF32 + the smaller operand
+    transposed), and bsr_sdd_workspace_bytes agrees with it wherever it is not 0."""
     assert _C.bsr_sdd_dense_bytes(4096, 8192, 4096, 32, 8192, False, -1, "bfloat16") == 0
     with pytest.raises(ValueError, match="dtype"):
         _C.bsr_sdd_dense_bytes(64, 64, 64, 32, 4, False, 0, "int8")
@@ -498,7 +498,7 @@ def test_sdd_dense_workspace_query():
             nb = (4096 // block) ** 2
             for nnz in (1, nb // 10, nb // 2, nb):
                 need = _C.bsr_sdd_dense_bytes(4096, 8192, 4096, block, nnz, tf32, dev, name)
-                assert need == 0 or need >= 4096 * 4096 * size, (name, block, nnz, need)
+                assert need == 0 or need >= 4096 * 4096 * size + (4096 * 8192 * 4 if tf32 else 0), (name, block, nnz, need)
                 if need:
                     assert _C.bsr_sdd_workspace_bytes(4096, 8192, 4096, block, nnz, tf32, dev, name) == need
     # a lone block never takes the dense path by default
@@ -529,27 +529,42 @@ def test_sdd_dense_path(kind, block, monkeypatch):
     """sdd through the dense path (the whole product by cuBLAS into the workspace, the pattern's
     blocks copied out), which a dense pattern of small blocks takes on Hopper: every layout of
     `a` and `b` (a weight gradient's dYᵀ and X, row-/column-major, a strided view that cuBLAS
-    cannot read), odd k, against float64; the same products with the dense path withheld agree."""
+    cannot read), odd k, m > n and m < n (in TF32 the weight gradient's layouts transpose the
+    smaller operand first: B, then A), and in TF32 a workspace without room for that copy (the
+    product on the operands as given), against float64; the same products with the dense path
+    withheld agree."""
     dtype, dev, requested = _dense_path_setup(kind, monkeypatch)
     g = torch.Generator().manual_seed(block)
-    rb, cb = 512 // block, 384 // block
-    for mask in (torch.ones(rb, cb, dtype=torch.bool), torch.rand(rb, cb, generator=g) < 0.7):
-        pattern = make_matrix(rb * block, cb * block, block, 0.5, dtype, dev, mask=mask)
+    real_dense_bytes = bsr._sdd_dense_bytes
+
+    def without_copy(a, b, like_values, tf32):  # the TF32 operand copy's room taken away
+        need = real_dense_bytes(a, b, like_values, tf32)
+        k4 = (a.shape[1] + 3) // 4 * 4
+        return need - (min(a.shape[0], b.shape[1]) * k4 * 4 + 255) // 256 * 256 if need else 0
+    for (rows, cols), mask_kind in (((512, 384), "ones"), ((512, 384), "rand"), ((384, 512), "rand")):
+        rb, cb = rows // block, cols // block
+        mask = torch.ones(rb, cb, dtype=torch.bool) if mask_kind == "ones" else torch.rand(rb, cb, generator=g) < 0.7
+        pattern = make_matrix(rows, cols, block, 0.5, dtype, dev, mask=mask)
         dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1).to(dev)
-        dense_bytes = _C.bsr_sdd_dense_bytes(rb * block, 136, cb * block, block, pattern.nnz_blocks,
+        dense_bytes = _C.bsr_sdd_dense_bytes(rows, 136, cols, block, pattern.nnz_blocks,
                                              kind == "tf32", dev.index or 0, sparsekern._core.dtype_name(dtype))
         for k in (136, 1001):
-            a = randn(rb * block, k, dtype=dtype, device=dev)
-            b = randn(k, cb * block, dtype=dtype, device=dev)
+            a = randn(rows, k, dtype=dtype, device=dev)
+            b = randn(k, cols, dtype=dtype, device=dev)
             ref = (a.double() @ b.double()) * dense_mask
             for a_in, b_in in ((a.t().contiguous().t(), b), (a, b.t().contiguous().t()),
-                               (randn(rb * block, 2 * k, dtype=dtype, device=dev)[:, ::2].copy_(a), b)):
+                               (randn(rows, 2 * k, dtype=dtype, device=dev)[:, ::2].copy_(a), b)):
                 requested.clear()
                 monkeypatch.setattr(bsr, "_sdd_dense", True)
                 out = bsr.sdd(a_in, b_in, pattern)
                 assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (k, a_in.stride(), b_in.stride())
                 if dense_bytes and k == 136:
                     assert requested and requested[0] == dense_bytes
+                if kind == "tf32" and dense_bytes:
+                    monkeypatch.setattr(bsr, "_sdd_dense_bytes", without_copy)
+                    out3 = bsr.sdd(a_in, b_in, pattern)
+                    monkeypatch.setattr(bsr, "_sdd_dense_bytes", real_dense_bytes)
+                    assert rel_error(out3.to_dense(), ref) <= tol(dtype, dev), (k, "no room for the copy")
                 monkeypatch.setattr(bsr, "_sdd_dense", False)
                 out2 = bsr.sdd(a_in, b_in, pattern)
                 assert rel_error(out2.to_dense(), ref) <= tol(dtype, dev)
