@@ -852,6 +852,26 @@ def _splits_by_default() -> bool:
     return _is_hopper() and os.environ.get("SPARSEKERN_BSR_SDD_SPLIT", "auto") != "0"
 
 
+def _coords_pattern(rb, cb, coords, block, dtype, dev):
+    """A block-sparse matrix of rb × cb blocks of `block` with blocks at `coords` (random values)."""
+    mask = torch.zeros(rb, cb, dtype=torch.bool)
+    for r, c in coords:
+        mask[r, c] = True
+    return make_matrix(rb * block, cb * block, block, 0.5, dtype, dev, mask=mask)
+
+
+def _check_weight_grad_sdd(pattern, k, dtype, dev):
+    """bsr.sdd in a weight gradient's layouts (a column-major as xᵀ is, b row-major) over k rows,
+    against float64 on the pattern."""
+    (rows, cols), block = pattern.shape, pattern.block_size
+    a = randn(k, rows, dtype=dtype, device=dev).t()
+    b = randn(k, cols, dtype=dtype, device=dev)
+    out = bsr.sdd(a, b, pattern)
+    dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+    ref = (a.double() @ b.double()) * dense_mask
+    assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (rows, cols, k)
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("block", [64, 128])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
@@ -867,21 +887,12 @@ def test_sdd_split_k(block, dtype, k):
     torch.manual_seed(k + block)
     # Sparse enough that the dense path (cuBLAS + gather) does not take them.
     for rb, cb, coords in ((4, 6, [(0, 1), (2, 5), (3, 0)]), (2, 2, [(1, 0)]), (4, 4, [(0, 3), (1, 3)])):
-        mask = torch.zeros(rb, cb, dtype=torch.bool)
-        for r, c in coords:
-            mask[r, c] = True
-        rows, cols = rb * block, cb * block
-        pattern = make_matrix(rows, cols, block, 0.5, dtype, dev, mask=mask)
-        nnz = pattern.nnz_blocks
+        pattern = _coords_pattern(rb, cb, coords, block, dtype, dev)
+        rows, cols, nnz = rb * block, cb * block, pattern.nnz_blocks
         split_bytes = _C.bsr_sdd_workspace_bytes(rows, k, cols, block, nnz, False, dev.index or 0, str(dtype)[6:])
         if _splits_by_default():  # a handful of 64-row slices against 132 SMs: the rule splits
             assert split_bytes >= 2 * nnz * block * block * 4, (rows, cols, k, split_bytes)
-        a = randn(k, rows, dtype=dtype, device=dev).t()  # column-major, as xᵀ is
-        b = randn(k, cols, dtype=dtype, device=dev)
-        out = bsr.sdd(a, b, pattern)
-        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
-        ref = (a.double() @ b.double()) * dense_mask
-        assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (rows, cols, k)
+        _check_weight_grad_sdd(pattern, k, dtype, dev)
 
 
 @pytest.mark.cuda
@@ -926,12 +937,8 @@ def test_sdd_split_k_sm80(block, op_dtype, k):
     # the second (d = 1/16) takes it with 16-bit blocks of 16, and is then checked for its result only.
     split_checked = 0
     for rb, cb, coords in ((8, 12, [(0, 1), (2, 5), (7, 0)]), (4, 4, [(1, 0)])):
-        mask = torch.zeros(rb, cb, dtype=torch.bool)
-        for r, c in coords:
-            mask[r, c] = True
-        rows, cols = rb * block, cb * block
-        pattern = make_matrix(rows, cols, block, 0.5, dtype, dev, mask=mask)
-        nnz, name = pattern.nnz_blocks, str(dtype)[6:]
+        pattern = _coords_pattern(rb, cb, coords, block, dtype, dev)
+        rows, cols, nnz, name = rb * block, cb * block, pattern.nnz_blocks, str(dtype)[6:]
         split_bytes = _C.bsr_sdd_split_bytes(rows, k, cols, block, nnz, tf32, dev.index or 0, name)
         dense_bytes = _C.bsr_sdd_dense_bytes(rows, k, cols, block, nnz, tf32, dev.index or 0, name)
         sm80_kernel = tf32 or block <= 32 or not _is_hopper()
@@ -941,12 +948,7 @@ def test_sdd_split_k_sm80(block, op_dtype, k):
             split_checked += 1
         elif dense_bytes:
             assert split_bytes == 0, (rows, cols, k, split_bytes)
-        a = randn(k, rows, dtype=dtype, device=dev).t()  # column-major, as xᵀ is
-        b = randn(k, cols, dtype=dtype, device=dev)
-        out = bsr.sdd(a, b, pattern)
-        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
-        ref = (a.double() @ b.double()) * dense_mask
-        assert rel_error(out.to_dense(), ref) <= tol(dtype, dev), (rows, cols, k)
+        _check_weight_grad_sdd(pattern, k, dtype, dev)
     if _sm80_splits_by_default() and (tf32 or block <= 32 or not _is_hopper()):
         assert split_checked >= 1
 
