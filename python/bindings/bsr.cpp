@@ -292,8 +292,8 @@ void register_bsr(nb::module_& m) {
         nb::arg("out_values"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0, nb::arg("workspace") = 0,
         nb::arg("workspace_bytes") = 0,
         "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p]); "
-        "workspace: optional device scratch of bsr_sdd_workspace_bytes(...) bytes (Hopper: the tf32 "
-        "operand copies, or the split-K partials of a 16-bit product with few blocks)");
+        "workspace: optional device scratch of bsr_sdd_workspace_bytes(...) bytes (the dense path's product, "
+        "Hopper's tf32 operand copies, or the split-K partials of a product with few blocks)");
   m.def("bsr_validate", &validate, nb::arg("nnz_blocks"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_row_indices").none(), nb::arg("block_col_offsets").none(),

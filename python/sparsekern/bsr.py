@@ -56,7 +56,6 @@ _sdd_dense = os.environ.get("SPARSEKERN_BSR_SDD_DENSE", "auto") != "0"
 # SPARSEKERN_BSR_DDS_DENSE=0 (or setting this to False) withholds its workspace.
 _dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
 _INT32 = torch.int32
-_HALF = (torch.float16, torch.bfloat16)
 _FLOAT32 = torch.float32
 
 

@@ -279,8 +279,8 @@ std::size_t detail::sdd_copy_bytes(const SddParams& p) {
   // kernel vs copies + wgmma, µs at d = 0.1 / 0.25 / 0.5 / 0.75: b = 128 299 / 586 / 1161 / 1756 vs
   // 347 / 450 / 714 / 978 (even near d = 0.19, nnz · b² / (m + n) ≈ 390), b = 64 300 / 586 / 1162 /
   // 1753 vs 414 / 707 / 1249 / 1797 (the copies never pay before the dense path takes over, at
-  // d = 0.45 then, 0.33 since session 22). So copy only for b = 128, from nnz · b² / (m + n) = 400 (session 13, before the
-  // SM80 kernel's gain: 300 for b = 128 and 700 for b = 64).
+  // d = 0.45 then, 0.33 since session 22). So copy only for b = 128, from nnz · b² / (m + n) = 400
+  // (session 13, before the SM80 kernel's gain: 300 for b = 128 and 700 for b = 64).
   // SPARSEKERN_BSR_SDD_WGMMA=auto | 0 | 1 (read once per process): 0 never copies (the SM80
   // kernel reads the operands as they are), 1 copies wherever the wgmma kernel applies.
   static const int mode = detail::auto_off_on("SPARSEKERN_BSR_SDD_WGMMA");

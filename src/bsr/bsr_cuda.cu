@@ -618,49 +618,6 @@ int sdd_tc_tile(bool tf32, int block) { return tf32 && block == 128 ? 64 : block
 
 }  // namespace
 
-/// K splits of the SM80 sdd (1: none; see sdd_splits for the sm_90a kernel). Its CTAs are tiles of
-/// one block; a pattern of a few CTAs per SM leaves the SMs short of work through the whole K loop.
-/// Auto: about kSddTcSplitCtasPerSm CTAs per SM in all, at most 8 splits, each at least 8 k-steps of
-/// 32. Measured (H100, 8192-row weight gradients, sdd µs in a CUDA graph at 1 / 2 / 3 / 4 / 6 / 8
-/// splits; session 22, tools/diag/bsr_split_ab.py): bf16 b = 32, 230 blocks (1.7 per SM; BERT-base
-/// 3072 → 768 at d = 0.1) 61.5 / 42.0 / 41.0 / 41.8 / 50.7 / 55.7; 819 blocks (6.2 per SM) 116 / 167 /
-/// 160 / 182 / 204 / 218; tf32 64 × 64 tiles: 408 (3.1 per SM; b = 128 d = 0.1, 4 tiles a block)
-/// 307-311 / 287 / 276 / 281 / 283 / 297, 410 (b = 64 d = 0.1) 311-315 / 293 / 287 / 298 / 335 /
-/// 356, 204 (1.55 per SM, b = 128 d = 0.05) 158 / 164 / 145 / 155 / 154 / 163, 205 (b = 64
-/// d = 0.05) 158-160 / 169 / 159 / 181 / 183 / 205, 1024 and 1638 (7.8 and 12.4 per SM) slower at
-/// every split. Beyond about five CTAs per SM the partials' extra pass costs more than the added
-/// parallelism gains.
-constexpr double kSddTcSplitCtasPerSm = 5.0;
-
-int sdd_split_mode();
-int sdd_tc_split_steps(std::int64_t k, int& splits);
-
-int sdd_tc_splits(bool tf32, std::int64_t nnz, int block, std::int64_t k, int device) {
-  const int mode = sdd_split_mode();
-  if (mode == 0 || nnz <= 0 || k <= 0 || sdd_grouped(tf32, nnz, block, device)) return 1;
-  const std::int64_t nk = (k + 31) / 32;
-  int splits;
-  if (mode > 0) {
-    splits = int(std::min<std::int64_t>(mode, nk));
-  } else {
-    const int tile = sdd_tc_tile(tf32, block);
-    const double per_sm = double(nnz) * double(block / tile) * double(block / tile) / device_info(device).sms;
-    splits = int(std::min<double>(std::lround(kSddTcSplitCtasPerSm / per_sm), 8.0));
-    while (splits > 1 && nk / splits < 8) --splits;
-    if (splits < 2) return 1;
-  }
-  sdd_tc_split_steps(k, splits);
-  return splits;
-}
-
-/// k-steps (of 32) per split of `splits` over k, and the splits that then hold any (no empty split).
-int sdd_tc_split_steps(std::int64_t k, int& splits) {
-  const std::int64_t nk = (k + 31) / 32;
-  const std::int64_t steps = (nk + splits - 1) / splits;
-  splits = int((nk + steps - 1) / steps);
-  return int(steps);
-}
-
 }  // namespace sparsekern::bsr::detail
 
 namespace sparsekern::bsr::sm90 {
@@ -692,6 +649,46 @@ int sdd_split_mode() {
     return int(n);
   }();
   return mode;
+}
+
+/// k-steps (of 32) per split of `splits` over k, and the splits that then hold any (no empty split).
+int sdd_tc_split_steps(std::int64_t k, int& splits) {
+  const std::int64_t nk = (k + 31) / 32;
+  const std::int64_t steps = (nk + splits - 1) / splits;
+  splits = int((nk + steps - 1) / steps);
+  return int(steps);
+}
+
+/// K splits of the SM80 sdd (1: none; see sdd_splits for the sm_90a kernel). Its CTAs are tiles of
+/// one block; a pattern of a few CTAs per SM leaves the SMs short of work through the whole K loop.
+/// Auto: about kSddTcSplitCtasPerSm CTAs per SM in all, at most 8 splits, each at least 8 k-steps of
+/// 32. Measured (H100, 8192-row weight gradients, sdd µs in a CUDA graph at 1 / 2 / 3 / 4 / 6 / 8
+/// splits; session 22, tools/diag/bsr_split_ab.py): bf16 b = 32, 230 blocks (1.7 per SM; BERT-base
+/// 3072 → 768 at d = 0.1) 61.5 / 42.0 / 41.0 / 41.8 / 50.7 / 55.7; 819 blocks (6.2 per SM) 116 / 167 /
+/// 160 / 182 / 204 / 218; tf32 64 × 64 tiles: 408 (3.1 per SM; b = 128 d = 0.1, 4 tiles a block)
+/// 307-311 / 287 / 276 / 281 / 283 / 297, 410 (b = 64 d = 0.1) 311-315 / 293 / 287 / 298 / 335 /
+/// 356, 204 (1.55 per SM, b = 128 d = 0.05) 158 / 164 / 145 / 155 / 154 / 163, 205 (b = 64
+/// d = 0.05) 158-160 / 169 / 159 / 181 / 183 / 205, 1024 and 1638 (7.8 and 12.4 per SM) slower at
+/// every split. Beyond about five CTAs per SM the partials' extra pass costs more than the added
+/// parallelism gains.
+constexpr double kSddTcSplitCtasPerSm = 5.0;
+
+int sdd_tc_splits(bool tf32, std::int64_t nnz, int block, std::int64_t k, int device) {
+  const int mode = sdd_split_mode();
+  if (mode == 0 || nnz <= 0 || k <= 0 || sdd_grouped(tf32, nnz, block, device)) return 1;
+  const std::int64_t nk = (k + 31) / 32;
+  int splits;
+  if (mode > 0) {
+    splits = int(std::min<std::int64_t>(mode, nk));
+  } else {
+    const int tile = sdd_tc_tile(tf32, block);
+    const double per_sm = double(nnz) * double(block / tile) * double(block / tile) / device_info(device).sms;
+    splits = int(std::min<double>(std::lround(kSddTcSplitCtasPerSm / per_sm), 8.0));
+    while (splits > 1 && nk / splits < 8) --splits;
+    if (splits < 2) return 1;
+  }
+  sdd_tc_split_steps(k, splits);
+  return splits;
 }
 
 /// K splits of the sm_90a 16-bit sdd (1: none). Its tiles are 64-row slices of the blocks, one
@@ -734,6 +731,16 @@ bool sdd_16bit_sm90(const SddParams& p) {
 /// Bytes of the fp32 partials of `splits` splits of nnz blocks of b × b.
 std::size_t split_partial_bytes(int splits, std::int64_t nnz, std::int64_t b) {
   return std::size_t(splits) * std::size_t(nnz) * std::size_t(b * b) * sizeof(float);
+}
+
+/// The caller's workspace as the partials of `splits` splits (> 1), or null where it has no room
+/// for them (then the product runs unsplit).
+float* split_partials(const SddParams& p, int splits, std::int64_t nnz, std::int64_t b) {
+  if (splits < 2 || p.workspace.data == nullptr || p.workspace.bytes < split_partial_bytes(splits, nnz, b) ||
+      !aligned16(p.workspace.data)) {
+    return nullptr;
+  }
+  return static_cast<float*>(p.workspace.data);
 }
 
 std::size_t sdd_split_bytes(const SddParams& p) {
@@ -1178,13 +1185,8 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
       const int rows = int(p.a.rows), cols = int(p.b.cols), sms = device_info(p.device.index).sms;
       // Split K where the caller passed room for the partials (sdd_workspace_bytes).
       int splits = sdd_splits(nnz, b, k, sms);
-      float* partial = nullptr;
-      if (splits > 1 && p.workspace.data != nullptr && p.workspace.bytes >= split_partial_bytes(splits, nnz, b) &&
-          aligned16(p.workspace.data)) {
-        partial = static_cast<float*>(p.workspace.data);
-      } else {
-        splits = 1;
-      }
+      float* partial = split_partials(p, splits, nnz, b);
+      if (partial == nullptr) splits = 1;
       bool launched;
       if (b == 64) {
         launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 64, false>(t, nnz, rows, cols, sms, stream, splits, partial)
@@ -1198,11 +1200,10 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
 #endif
     // Split K where the caller passed room for the partials (sdd_workspace_bytes).
     int splits = sdd_tc_splits(p.dtype == DType::f32, nnz, b, k, p.device.index);
-    if (splits > 1 && p.workspace.data != nullptr && p.workspace.bytes >= split_partial_bytes(splits, nnz, b) &&
-        aligned16(p.workspace.data)) {
+    if (float* partial = split_partials(p, splits, nnz, b)) {
       t.split_steps = sdd_tc_split_steps(k, splits);
       t.splits = splits;
-      t.partial = static_cast<float*>(p.workspace.data);
+      t.partial = partial;
     }
     if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, p.device.index, stream);
     else sdd_tc_launch<false>(t, nnz, b, p.device.index, stream);

@@ -66,8 +66,9 @@ std::size_t dds_copy_bytes(const DdsParams& p);
 /// not pay or do not apply.
 std::size_t sdd_copy_bytes(const SddParams& p);
 
-/// Bytes of SddParams::workspace for the fp32 partials of a split-K 16-bit sdd on sm_90a (see
-/// sdd_splits in bsr_cuda.cu), 0 where it does not split (or in a build without CUDA).
+/// Bytes of SddParams::workspace for the fp32 partials of a split-K sdd (the sm_90a 16-bit kernel:
+/// sdd_splits in bsr_cuda.cu; the SM80 kernel: sdd_tc_splits), 0 where it does not split (or in a
+/// build without CUDA).
 std::size_t sdd_split_bytes(const SddParams& p);
 
 /// An auto | 0 | 1 switch from the environment variable `name`: -1 (unset, empty or auto), 0 or 1;

@@ -10,6 +10,7 @@
 // fill the GPU (a 128-block at density 0.1 of a 4096² weight is 102 blocks for 132 SMs: 204
 // slices), at 43 FLOP per byte of shared-memory fill for b = 128 in 16 bits (21 in tf32); or,
 // with kTM = 128 (tf32 blocks of 128), the whole block: 32 FLOP per byte in tf32.
+#include "../tc/launch.h"
 #include "common.cuh"
 
 namespace sparsekern::bsr::sm90 {
@@ -54,7 +55,7 @@ struct SddArgs {
   int k;
   // Split K (few blocks, long K: see sdd_splits in bsr_cuda.cu): tile t computes split t % splits
   // of its block slice, k-steps [s · steps_per_split, (s + 1) · steps_per_split) ∩ [0, nk), into
-  // partial[s][block][row][col] (fp32, nnz · b² per split); sdd_split_reduce sums them in split
+  // partial[s][block][row][col] (fp32, nnz · b² per split); tc::sdd_split_reduce sums them in split
   // order (deterministic) and rounds into out. splits = 1: no partials, the tile writes out.
   int splits;
   int steps_per_split;
@@ -184,31 +185,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-/// out[i] = Σ_s partial[s · count + i] in split order, rounded to T (count a multiple of 4; 16-byte
-/// aligned buffers): the second half of a split-K sdd.
-template <class T>
-__global__ void sdd_split_reduce(const float* __restrict__ partial, int splits, std::int64_t count,
-                                 T* __restrict__ out) {
-  const std::int64_t n4 = count / 4;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    float4 v = reinterpret_cast<const float4*>(partial)[i];
-    for (int s = 1; s < splits; ++s) {
-      const float4 w = reinterpret_cast<const float4*>(partial + std::int64_t(s) * count)[i];
-      v.x += w.x;
-      v.y += w.y;
-      v.z += w.z;
-      v.w += w.w;
-    }
-    if constexpr (sizeof(T) == 4) {
-      reinterpret_cast<float4*>(out)[i] = v;
-    } else {
-      store_pair(out + 4 * i, v.x, v.y);
-      store_pair(out + 4 * i + 2, v.z, v.w);
-    }
-  }
-}
-
 /// `splits` > 1: split K over that many tiles per block slice, with nnz · b² · splits floats of
 /// fp32 partials at `partial` (16-byte aligned; the caller's workspace), summed by a second kernel.
 template <Elem kElem, int kBlock, bool kKMajor, int kTM>
@@ -246,12 +222,8 @@ bool sdd_launch(const tc::TcParams& p, int nnz_blocks, int a_rows, int b_cols, i
                                                                                      b_cols);
   SK_CUDA_CHECK_LAUNCH();
   if (splits > 1) {
-    using T = typename Cfg::T;
-    const std::int64_t count = std::int64_t(nnz_blocks) * kBlock * kBlock;
-    const int rgrid = int(std::min<std::int64_t>((count / 4 + 255) / 256, 8LL * std::max(num_sms, 1)));
-    sdd_split_reduce<T><<<rgrid, 256, 0, static_cast<cudaStream_t>(stream)>>>(partial, splits, count,
-                                                                             static_cast<T*>(p.out_values));
-    SK_CUDA_CHECK_LAUNCH();
+    tc::sdd_split_reduce(partial, splits, std::int64_t(nnz_blocks) * kBlock * kBlock, p.out_values,
+                         kElem == Elem::tf32, kElem == Elem::bf16, 8 * std::max(num_sms, 1), stream);
   }
   return true;
 }

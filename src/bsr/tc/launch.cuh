@@ -28,16 +28,6 @@ __global__ void __launch_bounds__(Cfg::kThreads) sdd_kernel(TcParams p) {
 #endif
 }
 
-/// The split-K sdd's second kernel: each thread sums one 16-byte vector of partials per
-/// grid-stride step (sdd_split_reduce_range on four elements).
-template <bool kTf32>
-__global__ void __launch_bounds__(256) sdd_split_reduce_kernel(const float* partial, int splits, std::int64_t count,
-                                                                void* out, bool bf16) {
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x * 4;
-  for (std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4; i < count; i += stride)
-    sdd_split_reduce_range<kTf32>(partial, splits, count, out, bf16, i, i + 4);
-}
-
 template <class Cfg, int kT, int kG>
 __global__ void __launch_bounds__(Cfg::kThreads) sdd_group_kernel(TcParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -47,7 +37,6 @@ __global__ void __launch_bounds__(Cfg::kThreads) sdd_group_kernel(TcParams p) {
 }
 
 using sparsekern::detail::allow_smem;
-
 
 template <bool kTf32, int kTile, bool kBKMajor>
 void dds_launch(const TcParams& params, int n_block_cols, void* stream) {
@@ -84,12 +73,9 @@ void sdd_launch(const TcParams& p, int nnz_blocks, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
   SK_CUDA_CHECK_LAUNCH();
-  if (splits > 1) {
-    const std::int64_t count = std::int64_t(nnz_blocks) * p.block * p.block;  // a multiple of 4 (b ≥ 16)
-    const int grid = int(std::min<std::int64_t>((count / 4 + 255) / 256, 2048));
-    sdd_split_reduce_kernel<kTf32><<<grid, 256, 0, s>>>(p.partial, splits, count, p.out_values, p.bf16);
-    SK_CUDA_CHECK_LAUNCH();
-  }
+  if (splits > 1)  // nnz · b² is a multiple of 4 (b ≥ 16)
+    sdd_split_reduce(p.partial, splits, std::int64_t(nnz_blocks) * p.block * p.block, p.out_values, kTf32, p.bf16,
+                     2048, stream);
 }
 
 /// The grouped sdd (sdd_group_body): one CTA per (block, sub-row), of which only the groups' first

@@ -16,6 +16,12 @@ void dds_launch(const TcParams& p, int n_block_cols, void* stream);
 template <bool kTf32, int kTile>
 void sdd_launch(const TcParams& p, int nnz_blocks, void* stream);
 
+/// The split-K sdd's second kernel: out[i] = Σ_s partial[s · count + i] for i < count (a multiple
+/// of 4; 16-byte aligned buffers), in split order, rounded once to fp32 (tf32 path) or fp16 / bf16;
+/// at most max_blocks blocks of 256 threads on `stream`. Used by the SM80 and the sm_90a sdd.
+void sdd_split_reduce(const float* partial, int splits, std::int64_t count, void* out, bool tf32, bool bf16,
+                      int max_blocks, void* stream);
+
 /// sdd with kG segments of kT × kT per CTA, from blocks of one block row (tc/kernel.cuh:
 /// sdd_group_body); p.nnz = nnz_blocks, kT ≤ b, kG a multiple of b / kT.
 template <bool kTf32, int kT, int kG>

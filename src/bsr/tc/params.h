@@ -51,7 +51,7 @@ struct TcParams {
   bool tma_store = true;
   // sdd, split K (SM80 kernel; few tiles over a long K): `splits` > 1 CTAs per tile, CTA split s
   // reducing k-steps [s · split_steps, (s + 1) · split_steps) of the kernel's BK into fp32 partials
-  // at partial + s · nnz · b² (the layout of out_values, nnz = p.nnz); sdd_split_reduce_tc sums them
+  // at partial + s · nnz · b² (the layout of out_values, nnz = p.nnz); tc::sdd_split_reduce sums them
   // in split order (deterministic) into out_values. splits = 1: out_values written directly.
   int splits = 1;
   int split_steps = 0;
