@@ -117,6 +117,7 @@ if(SPARSEKERN_WITH_CUDA)
   target_sources(sparsekern PRIVATE
     src/bsr/bsr_cuda.cu
     src/bsr/tc/split_reduce.cu
+    src/bsr/row_sums.cu
     src/bsr/tc/gen/dds_h16_16_bt.cu
     src/bsr/tc/gen/dds_h16_16_bn.cu
     src/bsr/tc/gen/dds_h16_32_bt.cu

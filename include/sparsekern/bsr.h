@@ -152,7 +152,31 @@ struct SddParams {
   /// forces N splits (comparisons, tests).
   /// Stream-ordered like DdsParams::workspace.
   Workspace workspace{};
+  /// Optional: `a_row_sums` (m values of the dtype, write-only) receives r[i] = Σ_j a[i, j], summed
+  /// in fp32 and rounded once. With `a` = ∂ℓ/∂yᵀ this is the bias gradient of the linear layer
+  /// y = x · Wᵀ + bias whose weight gradient the product computes (`b` = x): one pass over ∂ℓ/∂y
+  /// instead of a separate reduction. On CUDA the SM80 (mma.sync) kernel sums the operand tiles it
+  /// loads anyway: the first CTA of each block row, its warps of the first warp column, from their
+  /// A fragments. Rows of empty block rows, and the other kernels (dense path, wgmma, SIMT), take a
+  /// column-sum pass over `a` instead. Needs the row-wise index set (block_row_offsets) and, on
+  /// CUDA, `row_sums_workspace` of sdd_row_sums_workspace_bytes(p) bytes (16-byte aligned,
+  /// stream-ordered like `workspace`, separate from it).
+  void* a_row_sums = nullptr;
+  Workspace row_sums_workspace{};
 };
+
+/// Whether the kernel that runs `p` on CUDA sums a's rows itself when a_row_sums is set: the
+/// HMMA sdd (weight-gradient layouts: `a` column-major, `b` row-major), ungrouped, without the
+/// dense path's workspace. Elsewhere a_row_sums costs a separate column-sum pass over `a`, as a
+/// caller's own reduction would. Reads p's device, dtype, fp32_math, a.rows, a.cols, b.cols,
+/// pattern.block_size and pattern.nnz_blocks; false on the CPU.
+bool sdd_row_sums_fused(const SddParams& p);
+
+/// Bytes of SddParams::row_sums_workspace for `p` with a_row_sums set (0 on the CPU): fp32 partial
+/// sums of the fused kernel per split and of the column-sum pass per chunk of k, and one counter
+/// per group of rows. Reads p's device, dtype, fp32_math, a.rows, a.cols, pattern.block_size and
+/// pattern.nnz_blocks.
+std::size_t sdd_row_sums_workspace_bytes(const SddParams& p);
 
 /// Bytes of SddParams::workspace with which `p` takes the dense path above, 0 where the sampled
 /// kernels run. Reads the same fields as sdd_workspace_bytes; queries the device's compute

@@ -131,9 +131,10 @@ void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int6
 void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t cols,
          std::int64_t block, const nb::object& row_indices, const nb::object& col_indices,
          const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
-         std::size_t workspace_bytes) {
+         std::size_t workspace_bytes, const nb::object& row_offsets, const nb::object& a_row_sums,
+         std::uintptr_t row_sums_workspace, std::size_t row_sums_workspace_bytes) {
   bsr::SddParams p;
-  p.pattern = sparse_view(out_values, rows, cols, block, nb::none(), col_indices, row_indices,
+  p.pattern = sparse_view(out_values, rows, cols, block, row_offsets, col_indices, row_indices,
                           nb::none(), nb::none(), nb::none(), &p.dtype, &p.device);
   p.out_values = const_cast<void*>(p.pattern.values);
   check_same(a, "a", p.dtype, p.device);
@@ -142,6 +143,15 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
   p.b = matrix2d(b, "b");
   p.fp32_math = math(allow_tf32);
   p.workspace = Workspace{reinterpret_cast<void*>(workspace), workspace_bytes};
+  if (!a_row_sums.is_none()) {
+    AnyArray r = nb::cast<AnyArray>(a_row_sums);
+    check_same(r, "a_row_sums", p.dtype, p.device);
+    if (r.ndim() != 1 || std::int64_t(r.shape(0)) != rows || (rows > 1 && r.stride(0) != 1))
+      throw InvalidArgument("`a_row_sums` must be a contiguous 1-D tensor of " + std::to_string(rows) + " elements");
+    if (row_offsets.is_none()) throw InvalidArgument("`a_row_sums` needs `block_row_offsets`");
+    p.a_row_sums = r.data();
+    p.row_sums_workspace = Workspace{reinterpret_cast<void*>(row_sums_workspace), row_sums_workspace_bytes};
+  }
   bsr::sdd(p, as_stream(stream));
 }
 
@@ -212,6 +222,18 @@ std::size_t sdd_split_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std:
   return bsr::sdd_split_workspace_bytes(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
 }
 
+std::size_t sdd_row_sums_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
+                               std::int64_t nnz, bool tf32, int device, const std::string& dtype) {
+  if (device < 0) return 0;
+  return bsr::sdd_row_sums_workspace_bytes(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
+}
+
+bool sdd_row_sums_fused(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block, std::int64_t nnz,
+                        bool tf32, int device, const std::string& dtype) {
+  if (device < 0) return false;
+  return bsr::sdd_row_sums_fused(sdd_query(m, k, n, block, nnz, tf32, device, dtype));
+}
+
 std::size_t sdd_dense_bytes(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t block,
                             std::int64_t nnz, bool tf32, int device, const std::string& dtype) {
   if (device < 0) return 0;
@@ -275,6 +297,13 @@ void register_bsr(nb::module_& m) {
         nb::arg("device"), nb::arg("dtype"),
         "bytes of the bsr_sdd workspace with which the product is computed whole (cuBLAS) and the "
         "pattern's blocks copied out of it, 0 where the sampled kernels run (see SddParams::workspace)");
+  m.def("bsr_sdd_row_sums_bytes", &sdd_row_sums_bytes, nb::arg("m"), nb::arg("k"), nb::arg("n"),
+        nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"), nb::arg("device"), nb::arg("dtype"),
+        "bytes of the bsr_sdd row-sums workspace for a_row_sums (see SddParams::a_row_sums)");
+  m.def("bsr_sdd_row_sums_fused", &sdd_row_sums_fused, nb::arg("m"), nb::arg("k"), nb::arg("n"),
+        nb::arg("block_size"), nb::arg("nnz_blocks"), nb::arg("tf32"), nb::arg("device"), nb::arg("dtype"),
+        "whether the kernel of this sdd (weight-gradient layouts, no dense path) sums a's rows itself when "
+        "a_row_sums is asked for (else that costs a separate column-sum pass; see SddParams::a_row_sums)");
   m.def("bsr_tf32_wgmma", [](int device, std::int64_t block) {
           return bsr::tf32_wgmma(Device{DeviceType::cuda, device}, block);
         },
@@ -290,10 +319,14 @@ void register_bsr(nb::module_& m) {
   m.def("bsr_sdd", &sdd, nb::arg("a"), nb::arg("b"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_indices").none(), nb::arg("block_col_indices").none(),
         nb::arg("out_values"), nb::arg("allow_tf32") = false, nb::arg("stream") = 0, nb::arg("workspace") = 0,
-        nb::arg("workspace_bytes") = 0,
+        nb::arg("workspace_bytes") = 0, nb::arg("block_row_offsets").none() = nb::none(),
+        nb::arg("a_row_sums").none() = nb::none(), nb::arg("row_sums_workspace") = 0,
+        nb::arg("row_sums_workspace_bytes") = 0,
         "out_values[p] ← (a · b)[block p] for each block (block_row_indices[p], block_col_indices[p]); "
         "workspace: optional device scratch of bsr_sdd_workspace_bytes(...) bytes (the dense path's product, "
-        "Hopper's tf32 operand copies, or the split-K partials of a product with few blocks)");
+        "Hopper's tf32 operand copies, or the split-K partials of a product with few blocks); "
+        "a_row_sums: optional (rows,) output of Σ_j a[i, j] (a linear layer's bias gradient; needs "
+        "block_row_offsets and, on CUDA, row_sums_workspace of bsr_sdd_row_sums_bytes(...) bytes)");
   m.def("bsr_validate", &validate, nb::arg("nnz_blocks"), nb::arg("rows"), nb::arg("cols"),
         nb::arg("block_size"), nb::arg("block_row_offsets").none(), nb::arg("block_col_indices").none(),
         nb::arg("block_row_indices").none(), nb::arg("block_col_offsets").none(),

@@ -230,6 +230,8 @@ namespace detail {
 bool tf32_wgmma(int, std::int64_t) { return false; }
 std::size_t sdd_dense_bytes(const SddParams&) { return 0; }
 std::size_t sdd_split_bytes(const SddParams&) { return 0; }
+int sdd_row_sum_splits(const SddParams&) { return 1; }
+bool sdd_sm80_ungrouped(const SddParams&) { return false; }
 std::size_t dds_dense_bytes(const DdsParams&) { return 0; }
 }  // namespace detail
 #endif
@@ -296,6 +298,15 @@ std::size_t sdd_split_workspace_bytes(const SddParams& p) {
   return detail::sdd_dense_bytes(p) != 0 ? 0 : detail::sdd_split_bytes(p);
 }
 
+bool sdd_row_sums_fused(const SddParams& p) {
+  return p.device.type == DeviceType::cuda && detail::sdd_sm80_ungrouped(p);
+}
+
+std::size_t sdd_row_sums_workspace_bytes(const SddParams& p) {
+  if (p.device.type != DeviceType::cuda) return 0;
+  return detail::row_sums_layout(p.a.rows, p.a.cols, detail::sdd_row_sum_splits(p)).bytes;
+}
+
 std::size_t sdd_workspace_bytes(const SddParams& p) {
   const std::size_t dense = detail::sdd_dense_bytes(p);
   if (dense != 0) return dense;
@@ -330,7 +341,7 @@ void dsd(const DsdParams& p, Stream stream) {
 void sdd(const SddParams& p, Stream stream) {
   const BlockSparseView& s = p.pattern;
   const bool host = p.device.type == DeviceType::cpu;
-  check_sparse(s, kCoords, host);
+  check_sparse(s, p.a_row_sums != nullptr ? kCoords | kRowWise : kCoords, host);
   const std::int64_t m = s.rows, n = s.cols, k = p.a.cols;
   SK_EXPECTS(k >= 0, "`a` must have a non-negative column count; got ", k);
   SK_EXPECTS(p.a.rows == m, "`a` must have ", m, " rows (the rows of the pattern); got ", p.a.rows);
@@ -343,6 +354,18 @@ void sdd(const SddParams& p, Stream stream) {
              "`out` must not alias `a` or `b`");
   SK_EXPECTS(p.workspace.data == nullptr || reinterpret_cast<std::uintptr_t>(p.workspace.data) % 16 == 0,
              "`workspace` must be 16-byte aligned");
+  if (p.a_row_sums != nullptr) {
+    SK_EXPECTS(p.a_row_sums != p.a.data && p.a_row_sums != p.b.data && p.a_row_sums != p.out_values,
+               "`a_row_sums` must not alias `a`, `b` or `out`");
+    if (!host) {
+      const std::size_t need = sdd_row_sums_workspace_bytes(p);
+      SK_EXPECTS(p.row_sums_workspace.bytes >= need && (need == 0 || p.row_sums_workspace.data != nullptr),
+                 "`row_sums_workspace` must hold sdd_row_sums_workspace_bytes(p) = ", need, " bytes; got ",
+                 p.row_sums_workspace.bytes);
+      SK_EXPECTS(reinterpret_cast<std::uintptr_t>(p.row_sums_workspace.data) % 16 == 0,
+                 "`row_sums_workspace` must be 16-byte aligned");
+    }
+  }
   if (host) {
     detail::sdd_cpu(p);
     return;

@@ -115,7 +115,22 @@ void dds_cpu(const DdsProblem& p) {
   SK_DTYPE_SWITCH(p.dtype, T, [&] { dds_cpu_typed<T>(p); });
 }
 
+/// r[i] = Σ_j a[i, j] (SddParams::a_row_sums), accumulated in the op's accumulator type.
+template <class T>
+void sdd_row_sums_cpu_typed(const SddParams& p) {
+  using Acc = typename acc_type<T>::type;
+  const std::int64_t m = p.a.rows, k = p.a.cols;
+  const auto* A = static_cast<const T*>(p.a.data);
+  auto* out = static_cast<T*>(p.a_row_sums);
+  for (std::int64_t i = 0; i < m; ++i) {
+    Acc sum = 0;
+    for (std::int64_t j = 0; j < k; ++j) sum += static_cast<Acc>(A[i * p.a.row_stride + j * p.a.col_stride]);
+    out[i] = static_cast<T>(sum);
+  }
+}
+
 void sdd_cpu(const SddParams& p) {
+  if (p.a_row_sums != nullptr) SK_DTYPE_SWITCH(p.dtype, T, [&] { sdd_row_sums_cpu_typed<T>(p); });
   if (p.pattern.nnz_blocks == 0) return;
   SK_DTYPE_SWITCH(p.dtype, T, [&] { sdd_cpu_typed<T>(p); });
 }

@@ -756,6 +756,30 @@ std::size_t sdd_split_bytes(const SddParams& p) {
   return splits > 1 ? split_partial_bytes(splits, nnz, b) : 0;
 }
 
+bool sdd_sm80_ungrouped(const SddParams& p) {
+  const std::int64_t nnz = p.pattern.nnz_blocks, b = p.pattern.block_size;
+  if (p.device.type != DeviceType::cuda || nnz <= 0 || !tc_dtype(p.dtype, p.fp32_math, p.device.index) ||
+      !(b == 16 || b == 32 || b == 64 || b == 128) || p.a.cols >= (std::int64_t(1) << 31)) {
+    return false;
+  }
+  const bool tf32 = p.dtype == DType::f32;
+  if (tf32 && sdd_copy_bytes(p) != 0) return false;  // the wgmma kernel on copies where they pay
+#if SPARSEKERN_BSR_SM90A
+  if (sdd_16bit_sm90(p)) return false;
+#endif
+  return !sdd_grouped(tf32, nnz, int(b), p.device.index);
+}
+
+int sdd_row_sum_splits(const SddParams& p) {
+  const std::int64_t nnz = p.pattern.nnz_blocks, b = p.pattern.block_size;
+  if (p.device.type != DeviceType::cuda || nnz <= 0 || !tc_dtype(p.dtype, p.fp32_math, p.device.index) ||
+      !(b == 16 || b == 32 || b == 64 || b == 128) || p.a.cols >= (std::int64_t(1) << 31)) {
+    return 1;
+  }
+  const int splits = sdd_tc_splits(p.dtype == DType::f32, nnz, int(b), p.a.cols, p.device.index);
+  return splits > 1 ? splits : 1;
+}
+
 bool dds_dense(const DdsProblem& p, cudaStream_t stream);
 
 void dds_cuda(const DdsProblem& p, Stream stream_ptr) {
@@ -1150,17 +1174,17 @@ bool sdd_tf32_sm90(const SddParams& p, cudaStream_t stream) {
 }
 #endif
 
-void sdd_cuda(const SddParams& p, Stream stream_ptr) {
-  if (p.pattern.nnz_blocks == 0) return;
-  sparsekern::detail::require_cuda_device(p.device.index);
-  sparsekern::detail::DeviceGuard guard(p.device.index);
-  auto stream = static_cast<cudaStream_t>(stream_ptr);
+namespace {
 
+/// The product of sdd_cuda (nnz_blocks > 0). With `row_partial` (a_row_sums asked for, room for
+/// `row_splits` splits), the SM80 kernel also sums the rows of A that its block rows' first
+/// blocks load; true where it did (then sdd_row_sums_finish reads its partials).
+bool sdd_products(const SddParams& p, cudaStream_t stream, float* row_partial, int row_splits) {
   const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
   const std::int64_t k = p.a.cols;
-  if (sdd_dense(p, stream)) return;
+  if (sdd_dense(p, stream)) return false;
 #if SPARSEKERN_BSR_SM90A
-  if (sdd_tf32_sm90(p, stream)) return;
+  if (sdd_tf32_sm90(p, stream)) return false;
 #endif
   // A column-major (M-major) and B row-major (N-major): the layouts of Xᵀ and dY in a weight
   // gradient, read without copies.
@@ -1195,7 +1219,7 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
         launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, sms, stream, splits, partial)
                           : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, sms, stream, splits, partial);
       }
-      if (launched) return;  // else a TMA descriptor was refused: the SM80 kernel below
+      if (launched) return false;  // else a TMA descriptor was refused: the SM80 kernel below
     }
 #endif
     // Split K where the caller passed room for the partials (sdd_workspace_bytes).
@@ -1205,11 +1229,37 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
       t.splits = splits;
       t.partial = partial;
     }
+    // The fused row sums: the one-tile-per-CTA kernel only (not the grouped one).
+    const bool fused = row_partial != nullptr && t.splits <= row_splits &&
+                       !sdd_grouped(p.dtype == DType::f32, nnz, b, p.device.index);
+    if (fused) {
+      t.row_partial = row_partial;
+      t.block_row_offsets = p.pattern.block_row_offsets;
+      t.row_stride = p.a.rows;
+    }
     if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, p.device.index, stream);
     else sdd_tc_launch<false>(t, nnz, b, p.device.index, stream);
-    return;
+    return fused;
   }
   sdd_simt(p, stream);
+  return false;
+}
+
+}  // namespace
+
+void sdd_cuda(const SddParams& p, Stream stream_ptr) {
+  if (p.pattern.nnz_blocks == 0 && p.a_row_sums == nullptr) return;
+  sparsekern::detail::require_cuda_device(p.device.index);
+  sparsekern::detail::DeviceGuard guard(p.device.index);
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  RowSumsLayout rl;
+  float* row_partial = nullptr;
+  if (p.a_row_sums != nullptr) {
+    rl = row_sums_layout(p.a.rows, p.a.cols, sdd_row_sum_splits(p));
+    row_partial = static_cast<float*>(p.row_sums_workspace.data);
+  }
+  const bool fused = p.pattern.nnz_blocks > 0 && sdd_products(p, stream, row_partial, rl.splits);
+  if (p.a_row_sums != nullptr) sdd_row_sums_finish(p, rl, fused, stream);
 }
 
 }  // namespace sparsekern::bsr::detail

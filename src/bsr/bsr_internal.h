@@ -4,6 +4,10 @@
 // problem Cᵀ = Bᵀ · op(S)ᵀ, expressed with swapped strides, no copies); sdd keeps its own form.
 #include <sparsekern/bsr.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
 namespace sparsekern::bsr::detail {
 
 /// Bop (k × n, block-sparse) by block column: the entries of block column j are
@@ -97,6 +101,44 @@ std::size_t dds_dense_bytes(const DdsParams& p);
 /// `device` when their operands are K-major: a build with sm_90a, compute capability 9.0,
 /// b ∈ {64, 128}, SPARSEKERN_BSR_SM90 not 0. False in a build without CUDA.
 bool tf32_wgmma(int device, std::int64_t block);
+
+/// SddParams::row_sums_workspace (CUDA): the fused kernel's per-lane partials ([split][row][4
+/// lanes] fp32, tc::TcParams::row_partial), the column-sum pass's partials ([chunk][row] fp32,
+/// chunks of `chunk_lines` lines of k, at most kRowSumMaxChunks) and one int counter per group of
+/// kRowSumGroup rows (the pass's last CTA of a group adds the chunks up), each 256-byte aligned.
+constexpr int kRowSumGroup = 128;      // rows per CTA of the column-sum pass (32 lanes × 4)
+constexpr int kRowSumMinLines = 128;   // lines of k per chunk, at least (16 per warp: loads in flight)
+constexpr int kRowSumMaxChunks = 64;
+struct RowSumsLayout {
+  int splits = 1, chunks = 1, chunk_lines = kRowSumMinLines;
+  std::int64_t groups = 0;
+  std::size_t chunk_off = 0, counter_off = 0, bytes = 0;
+};
+inline RowSumsLayout row_sums_layout(std::int64_t m, std::int64_t k, int splits) {
+  auto up256 = [](std::size_t x) { return (x + 255) / 256 * 256; };
+  RowSumsLayout l;
+  l.splits = splits > 1 ? splits : 1;
+  const std::int64_t per_chunk = (k + kRowSumMaxChunks - 1) / kRowSumMaxChunks;
+  l.chunk_lines = int(std::max<std::int64_t>(kRowSumMinLines, (per_chunk + 7) / 8 * 8));
+  l.chunks = int(std::max<std::int64_t>(1, (k + l.chunk_lines - 1) / l.chunk_lines));
+  l.groups = (m + kRowSumGroup - 1) / kRowSumGroup;
+  l.chunk_off = up256(std::size_t(l.splits) * std::size_t(m) * 4 * sizeof(float));
+  l.counter_off = l.chunk_off + up256(std::size_t(l.chunks) * std::size_t(m) * sizeof(float));
+  l.bytes = l.counter_off + up256(std::size_t(l.groups) * sizeof(int));
+  return l;
+}
+
+/// Whether the SM80 (HMMA) sdd, ungrouped, runs `p` when its operands have the weight-gradient
+/// layouts and no dense-path workspace is given (sdd_row_sums_fused; false without CUDA).
+bool sdd_sm80_ungrouped(const SddParams& p);
+
+/// The split count the SM80 sdd would use for `p` (1 where it does not split or does not run).
+int sdd_row_sum_splits(const SddParams& p);
+
+/// r = Σ_j a[i, j] into p.a_row_sums (see SddParams::a_row_sums): rows of block rows that hold a
+/// block from the fused kernel's partials when `fused`, every other row by a column-sum pass over
+/// `a`. Zeroes the counters first (cudaMemsetAsync); `stream` is a cudaStream_t.
+void sdd_row_sums_finish(const SddParams& p, const RowSumsLayout& l, bool fused, void* stream);
 
 void dds_cpu(const DdsProblem& p);
 void sdd_cpu(const SddParams& p);

@@ -152,6 +152,23 @@ void test_products() {
         err = std::max(err, std::abs(ref - vals[std::size_t(e) * 256 + r * 16 + c]));
       }
   SK_CHECK(err < 1e-12, "sdd max error ", err);
+  // SddParams::a_row_sums (the bias gradient next to the weight gradient): Σ_q A[r, q] for every
+  // row, blocks or not; needs the row-wise index set; no workspace on the CPU.
+  std::vector<double> sums(R, NAN);
+  s.a_row_sums = sums.data();
+  SK_CHECK(bsr::sdd_row_sums_workspace_bytes(s) == 0, "sdd_row_sums_workspace_bytes on the CPU");
+  SK_CHECK(!bsr::sdd_row_sums_fused(s), "sdd_row_sums_fused on the CPU");
+  bsr::SddParams no_offsets = s;
+  no_offsets.pattern.block_row_offsets = nullptr;
+  SK_EXPECT_THROW(InvalidArgument, bsr::sdd(no_offsets, nullptr), "`block_row_offsets` is required");
+  bsr::sdd(s, nullptr);
+  err = 0;
+  for (int r = 0; r < R; ++r) {
+    double ref = 0;
+    for (int q = 0; q < K; ++q) ref += a[r + std::size_t(q) * R];
+    err = std::max(err, std::abs(ref - sums[r]));
+  }
+  SK_CHECK(err < 1e-12, "sdd row sums max error ", err);
 }
 
 void test_validation() {

@@ -284,10 +284,14 @@ void run_dds(const char* cfg_name, Elem el, int b, std::int64_t m, bool col_majo
 /// splits > 1 (kG = 0): split K, each split's CTAs writing fp32 partials that sdd_split_reduce_range
 /// sums into out, as the CUDA launcher's second kernel does.
 template <class Cfg, int kG = 0>
-void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int splits = 1) {
-  const int rb = kG > 0 ? 3 : 2, cb = kG > 0 ? 5 : 3, rows = rb * b, cols = cb * b;
+void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int splits = 1, bool row_sums = true) {
+  // kG = 0: block rows 0 and 2 hold two blocks each, block row 1 none (the fused row sums must
+  // skip it: sdd_row_sums_finish sums it from A).
+  const int rb = 3, cb = kG > 0 ? 5 : 3, rows = rb * b, cols = cb * b;
   const std::vector<std::int32_t> brow = kG > 0 ? std::vector<std::int32_t>{0, 0, 0, 0, 1, 2, 2, 2}
-                                                : std::vector<std::int32_t>{0, 0, 1, 1};
+                                                : std::vector<std::int32_t>{0, 0, 2, 2};
+  const std::vector<std::int32_t> row_offsets = kG > 0 ? std::vector<std::int32_t>{0, 4, 5, 8}
+                                                       : std::vector<std::int32_t>{0, 2, 2, 4};
   const std::vector<std::int32_t> bcol = kG > 0 ? std::vector<std::int32_t>{0, 1, 3, 4, 2, 0, 2, 3}
                                                 : std::vector<std::int32_t>{0, 2, 1, 2};
   const int nnz = int(brow.size());
@@ -295,6 +299,9 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int spl
   Buffer A(std::size_t(std::max(k, 1) * lda), el.bytes()), B(std::size_t(std::max(k, 1) * ldb), el.bytes());
   Buffer O(std::size_t(nnz) * b * b, el.bytes());
   Buffer P(std::size_t(std::max(splits, 1)) * nnz * b * b, 4);  // split-K partials (fp32)
+  // The fused row sums' per-lane partials ([split][row][4] fp32), NaN where nothing may write.
+  Buffer R(std::size_t(std::max(splits, 1)) * rows * 4, 4);
+  for (std::size_t i = 0; i < R.bytes / 4; ++i) reinterpret_cast<float*>(R.data)[i] = std::nanf("");
   std::vector<double> a(std::size_t(rows) * k), bm(std::size_t(k) * cols);
   for (int q = 0; q < k; ++q) {
     for (int r = 0; r < rows; ++r) {
@@ -322,8 +329,15 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int spl
   prob.add(B.data, B.bytes);
   prob.add(O.data, O.bytes);
   prob.add(P.data, P.bytes);
+  prob.add(R.data, R.bytes);
   tc::emu::Stats stats;
   p.nnz = nnz;
+  const bool with_rows = kG == 0 && row_sums;
+  if (with_rows) {  // the one-tile-per-CTA kernel sums A's rows of its block rows' first blocks
+    p.row_partial = reinterpret_cast<float*>(R.data);
+    p.block_row_offsets = row_offsets.data();
+    p.row_stride = rows;
+  }
   if (splits > 1) {  // as sdd_tc_split_steps: k-steps of 32 per split
     const int nk = (k + 31) / 32;
     p.split_steps = (nk + splits - 1) / splits;
@@ -337,8 +351,10 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int spl
     block.run([&](int tid) {
       if constexpr (kG > 0)
         tc::sdd_group_body<Cfg, Cfg::kBM, kG>(p, tid, cta, block.smem());
+      else if (with_rows)
+        tc::sdd_body<Cfg, true>(p, tid, cta, block.smem());
       else
-        tc::sdd_body<Cfg>(p, tid, cta, block.smem());
+        tc::sdd_body<Cfg, false>(p, tid, cta, block.smem());
     });
   }
   if (splits > 1) {  // the reduce kernel's work, in 4-element pieces
@@ -361,7 +377,8 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int spl
       }
   const std::string what = sk_test::str(cfg_name, " ", el.name(), " b=", b, " k=", k,
                                         mode == CopyMode::kDeferred ? " deferred" : " immediate",
-                                        splits > 1 ? sk_test::str(" splits=", splits) : std::string());
+                                        splits > 1 ? sk_test::str(" splits=", splits) : std::string(),
+                                        with_rows ? " row sums" : "");
   for (const auto& e : stats.errors) SK_CHECK(false, what, ": ", e);
   SK_CHECK(finite, what, ": non-finite output");
   if (k == 0) {
@@ -369,7 +386,33 @@ void run_sdd(const char* cfg_name, Elem el, int b, int k, CopyMode mode, int spl
   } else {
     SK_CHECK(std::sqrt(num / den) <= el.tol(), what, ": rel error ", std::sqrt(num / den));
   }
-  SK_CHECK(A.guard_ok() && B.guard_ok() && O.guard_ok() && P.guard_ok(), what, ": write outside a buffer");
+  if (with_rows) {
+    // Row r of a block row that holds a block: its 4 · splits partials add up to Σ_q A[r, q] (as
+    // the finish pass adds them: splits, then lanes). Rows of the empty block row: untouched.
+    const float* rp = reinterpret_cast<const float*>(R.data);
+    for (int r = 0; r < rows; ++r) {
+      const bool has = row_offsets[r / b + 1] > row_offsets[r / b];
+      double ref = 0, mag = 0, got = 0;
+      bool untouched = true;
+      for (int sp = 0; sp < std::max(splits, 1); ++sp)
+        for (int l = 0; l < 4; ++l) {
+          const float v = rp[(std::size_t(sp) * rows + r) * 4 + l];
+          untouched &= std::isnan(v);
+          got += v;
+        }
+      for (int q = 0; q < k; ++q) {
+        ref += a[r * k + q];
+        mag += std::fabs(a[r * k + q]);
+      }
+      if (has) {
+        SK_CHECK(std::fabs(got - ref) <= 1e-5 * (mag + 1), what, ": row sum of row ", r, " is ", got, ", expected ", ref);
+      } else {
+        SK_CHECK(untouched, what, ": a row of an empty block row got a fused row sum (row ", r, ")");
+      }
+    }
+  }
+  SK_CHECK(A.guard_ok() && B.guard_ok() && O.guard_ok() && P.guard_ok() && R.guard_ok(), what,
+           ": write outside a buffer");
   SK_CHECK(stats.ldmatrix_conflicted_phases == 0, what, ": ", stats.ldmatrix_conflicted_phases,
            " ldmatrix phases have bank conflicts");
   if (k > 0) check_lds32<Cfg>(what, stats);
@@ -398,13 +441,14 @@ void sdd_config(const char* name, int block = kTile) {
   using Cfg = typename tc::SddConfig<kTf32, kTile>::type;
   const std::vector<Elem> elems = kTf32 ? std::vector<Elem>{{2}} : std::vector<Elem>{{0}, {1}};
   for (CopyMode mode : {CopyMode::kDeferred, CopyMode::kImmediate})
-    for (const Elem& el : elems) run_sdd<Cfg>(name, el, block, 45, mode);  // 32 + a 13-row tail
+    for (const Elem& el : elems)  // 32 + a 13-row tail; the fused row sums in one mode, not the other
+      run_sdd<Cfg>(name, el, block, 45, mode, 1, mode == CopyMode::kDeferred);
   run_sdd<Cfg>(name, elems[0], block, 0, CopyMode::kDeferred);
-  run_sdd<Cfg>(name, elems[0], block, 96, CopyMode::kDeferred);
+  run_sdd<Cfg>(name, elems[0], block, 96, CopyMode::kDeferred, 1, false);
   // Split K: 200 = 6 full k-steps + 8 rows in 3 splits of 3 steps (the last one short, a tail);
   // 4 splits of 2 steps over 7 steps (the last split one step); every dtype rounds the sums.
   for (const Elem& el : elems) run_sdd<Cfg>(name, el, block, 200, CopyMode::kDeferred, 3);
-  run_sdd<Cfg>(name, elems.back(), block, 224, CopyMode::kImmediate, 4);
+  run_sdd<Cfg>(name, elems.back(), block, 224, CopyMode::kImmediate, 4, false);
 }
 
 template <bool kTf32, int kT, int kG>

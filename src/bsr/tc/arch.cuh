@@ -77,6 +77,17 @@ CUTE_HOST_DEVICE std::uint32_t float_bits(float x) {
 #endif
 }
 
+/// The float of 32 bits (an fp32 operand register).
+CUTE_HOST_DEVICE float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+#endif
+}
+
 /// Marks a 16-byte vector store to global memory (the emulator checks it; nothing on the device).
 CUTE_HOST_DEVICE void note_global_store_16(void* gmem_dst) {
 #if !defined(__CUDA_ARCH__) && defined(SK_TC_EMULATE)

@@ -251,12 +251,46 @@ CUTE_HOST_DEVICE void mma_step(const Fragments<Cfg>& f, Accumulators<Cfg>& acc) 
   }
 }
 
+/// Output conversion: fp32 → fp16 / bf16 bits (round to nearest even), and back for the bias.
+CUTE_HOST_DEVICE std::uint16_t to_half_bits(float x, bool bf16) {
+  return bf16 ? cute::bfloat16_t(x).raw() : cute::half_t(x).raw();
+}
+CUTE_HOST_DEVICE float from_half_bits(std::uint16_t x, bool bf16) {
+  return bf16 ? float(cute::bfloat16_t::bitcast(x)) : float(cute::half_t::bitcast(x));
+}
+
+/// Per-lane sums of the A rows a warp's fragments hold (the fused row sums of the sdd): lane (g, t)
+/// holds rows g and g + 8 of each 16-row atom at k ≡ t (mod 4) (tf32: a0 / a2 and a1 / a3, one
+/// element each) or k ∈ {2t, 2t + 1} (mod 8) (16-bit: two elements per register), so rs[i][h]
+/// gathers row g + 8h of atom i over the lane's share of every k-step.
+template <class Cfg>
+struct RowSums {
+  float r[Cfg::kMAtoms][2];
+};
+
+template <class Cfg, bool kBf16>
+CUTE_HOST_DEVICE void row_sum_step(const Fragments<Cfg>& f, RowSums<Cfg>& rs) {
+  CUTE_UNROLL
+  for (int i = 0; i < Cfg::kMAtoms; ++i) {
+    CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const std::uint32_t lo = f.a[i][h], hi = f.a[i][h + 2];  // k and k + 4 (tf32) / k + 8 (16-bit)
+      if constexpr (Cfg::kTf32) {
+        rs.r[i][h] += bits_float(lo) + bits_float(hi);
+      } else {
+        rs.r[i][h] += (from_half_bits(std::uint16_t(lo & 0xffff), kBf16) + from_half_bits(std::uint16_t(lo >> 16), kBf16)) +
+                      (from_half_bits(std::uint16_t(hi & 0xffff), kBf16) + from_half_bits(std::uint16_t(hi >> 16), kBf16));
+      }
+    }
+  }
+}
+
 /// The pipelined mainloop: acc += Σ over the tiles of `src` of A_tile · B_tileᵀ. `src` hands out
 /// the tiles in order (src.load(sA_stage, sB_stage, tid) issues the copies of the next tile).
 /// CUTLASS's SM80 multistage structure: kStages-1 tiles in flight while one is consumed, and the
 /// shared→register loads of k-step j+1 overlapped with the MMAs of k-step j.
-template <class Cfg, bool kBf16, class Source>
-CUTE_HOST_DEVICE void mainloop(Source& src, Accumulators<Cfg>& acc, int tid, char* smem) {
+template <class Cfg, bool kBf16, bool kRowSums, class Source>
+CUTE_HOST_DEVICE void mainloop(Source& src, Accumulators<Cfg>& acc, int tid, char* smem, RowSums<Cfg>* rs) {
   using E = typename Cfg::Element;
   constexpr int kStages = Cfg::kStages, kKBlocks = Cfg::kKBlocks;
   constexpr int kAStage = Cfg::A::kStageElems, kBStage = Cfg::B::kStageElems;
@@ -317,6 +351,7 @@ CUTE_HOST_DEVICE void mainloop(Source& src, Accumulators<Cfg>& acc, int tid, cha
       } else {
         mma_step<Mma16816<kBf16>>(frag[kb & 1], acc);
       }
+      if constexpr (kRowSums) row_sum_step<Cfg, kBf16>(frag[kb & 1], *rs);
     }
   }
   cp_async_wait<0>();
@@ -329,19 +364,24 @@ template <class Cfg, class Source>
 CUTE_HOST_DEVICE void run_mainloop(Source& src, Accumulators<Cfg>& acc, int tid, char* smem,
                                    bool bf16) {
   if (!Cfg::kTf32 && bf16) {
-    mainloop<Cfg, true>(src, acc, tid, smem);
+    mainloop<Cfg, true, false>(src, acc, tid, smem, nullptr);
   } else {
-    mainloop<Cfg, false>(src, acc, tid, smem);
+    mainloop<Cfg, false, false>(src, acc, tid, smem, nullptr);
   }
 }
 
-/// Output conversion: fp32 → fp16 / bf16 bits (round to nearest even), and back for the bias.
-CUTE_HOST_DEVICE std::uint16_t to_half_bits(float x, bool bf16) {
-  return bf16 ? cute::bfloat16_t(x).raw() : cute::half_t(x).raw();
+/// run_mainloop plus the A fragments' row sums (a separate instantiation: the other CTAs run the
+/// plain loop).
+template <class Cfg, class Source>
+CUTE_HOST_DEVICE void run_mainloop_row_sums(Source& src, Accumulators<Cfg>& acc, int tid, char* smem,
+                                            bool bf16, RowSums<Cfg>& rs) {
+  if (!Cfg::kTf32 && bf16) {
+    mainloop<Cfg, true, true>(src, acc, tid, smem, &rs);
+  } else {
+    mainloop<Cfg, false, true>(src, acc, tid, smem, &rs);
+  }
 }
-CUTE_HOST_DEVICE float from_half_bits(std::uint16_t x, bool bf16) {
-  return bf16 ? float(cute::bfloat16_t::bitcast(x)) : float(cute::half_t::bitcast(x));
-}
+
 
 template <class Cfg>
 CUTE_HOST_DEVICE float load_out(const void* p, std::int64_t i, bool bf16) {
@@ -571,7 +611,7 @@ CUTE_HOST_DEVICE void epilogue_f32(const Accumulators<Cfg>& acc, int tid, char* 
 
 /// sdd CTA: tile `sub` (row-major among the (b/T)² tiles of a block) of block `blk`, and with
 /// p.splits > 1 one split of its K loop (CTA = (blk · (b/T)² + sub) · splits + split; see TcParams).
-template <class Cfg>
+template <class Cfg, bool kRowSums = false>
 CUTE_HOST_DEVICE void sdd_body(const TcParams& p, int tid, int cta, char* smem) {
   using E = typename Cfg::Element;
   static_assert(Cfg::kBM == Cfg::kBN, "sdd tiles are square");
@@ -596,7 +636,26 @@ CUTE_HOST_DEVICE void sdd_body(const TcParams& p, int tid, int cta, char* smem) 
   Accumulators<Cfg> acc{};
   SddTiles<Cfg> tiles{static_cast<const E*>(p.a) + row0, p.lda, static_cast<const E*>(p.b) + col0,
                       p.ldb, k_end, k_begin};
-  run_mainloop<Cfg>(tiles, acc, tid, smem, p.bf16);
+  // The fused row sums (TcParams::row_partial; kRowSums: a separate instantiation, so that the
+  // kernel without them keeps its registers): the block row's first block, first tile column.
+  bool row_sums = false;
+  if constexpr (kRowSums) row_sums = n_off == 0 && blk == p.block_row_offsets[p.block_rows[blk]];
+  if (!row_sums) {
+    run_mainloop<Cfg>(tiles, acc, tid, smem, p.bf16);
+  } else if constexpr (kRowSums) {
+    RowSums<Cfg> rs{};
+    run_mainloop_row_sums<Cfg>(tiles, acc, tid, smem, p.bf16, rs);
+    const int warp = tid / 32, lane = tid % 32;
+    if (warp % Cfg::kWN == 0) {  // warp column 0 (the other columns hold the same A fragments)
+      const std::int64_t r0 = row0 + (warp / Cfg::kWN) * Cfg::kTM + lane / 4;
+      float* const dst = p.row_partial + (std::int64_t(split) * p.row_stride + r0) * 4 + lane % 4;
+      CUTE_UNROLL
+      for (int i = 0; i < Cfg::kMAtoms; ++i) {
+        dst[(i * 16) * 4] = rs.r[i][0];
+        dst[(i * 16 + 8) * 4] = rs.r[i][1];
+      }
+    }
+  }
 
   const std::int64_t at = std::int64_t(blk) * b * b + std::int64_t(m_off) * b + n_off;
   if (splits > 1) {

@@ -20,11 +20,11 @@ __global__ void __launch_bounds__(Cfg::kThreads) dds_kernel(TcParams p) {
 #endif
 }
 
-template <class Cfg>
+template <class Cfg, bool kRowSums>
 __global__ void __launch_bounds__(Cfg::kThreads) sdd_kernel(TcParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) char smem[];
-  sdd_body<Cfg>(p, int(threadIdx.x), int(blockIdx.x), smem);
+  sdd_body<Cfg, kRowSums>(p, int(threadIdx.x), int(blockIdx.x), smem);
 #endif
 }
 
@@ -61,8 +61,11 @@ void dds_launch(const TcParams& params, int n_block_cols, void* stream) {
 template <bool kTf32, int kTile>
 void sdd_launch(const TcParams& p, int nnz_blocks, void* stream) {
   using Cfg = typename SddConfig<kTf32, kTile>::type;
-  constexpr auto kernel = sdd_kernel<Cfg>;
+  // With the fused row sums (p.row_partial) the kernel instantiated with them, else the plain one.
+  constexpr auto kernel = sdd_kernel<Cfg, false>;
+  constexpr auto kernel_rs = sdd_kernel<Cfg, true>;
   allow_smem<kernel>(Cfg::kSmemBytes);
+  allow_smem<kernel_rs>(Cfg::kSmemBytes);
   const std::int64_t per_block = std::int64_t(p.block / kTile) * (p.block / kTile);
   const int splits = p.splits > 1 ? p.splits : 1;
   const std::int64_t ctas = std::int64_t(nnz_blocks) * per_block * splits;
@@ -70,8 +73,11 @@ void sdd_launch(const TcParams& p, int nnz_blocks, void* stream) {
   SK_EXPECTS(ctas <= 0x7fffffff, "sdd: too many blocks for one launch (", nnz_blocks, ")");
   SK_EXPECTS(splits == 1 || (p.partial != nullptr && p.split_steps > 0 && p.nnz == nnz_blocks),
              "sdd: internal split-K launch without partials");
+  SK_EXPECTS(p.row_partial == nullptr || (p.block_row_offsets != nullptr && p.row_stride > 0),
+             "sdd: internal row-sum launch without the row offsets");
   auto s = static_cast<cudaStream_t>(stream);
-  kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
+  if (p.row_partial != nullptr) kernel_rs<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
+  else kernel<<<unsigned(ctas), Cfg::kThreads, Cfg::kSmemBytes, s>>>(p);
   SK_CUDA_CHECK_LAUNCH();
   if (splits > 1)  // nnz · b² is a multiple of 4 (b ≥ 16)
     sdd_split_reduce(p.partial, splits, std::int64_t(nnz_blocks) * p.block * p.block, p.out_values, kTf32, p.bf16,

@@ -56,6 +56,14 @@ struct TcParams {
   int splits = 1;
   int split_steps = 0;
   float* partial = nullptr;
+  // sdd, fused row sums of A (SddParams::a_row_sums; SM80 kernel): where row_partial is set, the
+  // first CTA of each block row (blk == block_row_offsets[block_rows[blk]]; every tile of its
+  // first tile column) adds up the A fragments of its warps of warp column 0, and each lane writes
+  // its fp32 sum over its k residues at row_partial[(split · row_stride + row) · 4 + lane % 4]
+  // (sdd_row_sums_finish adds the four lanes and the splits, in that order).
+  float* row_partial = nullptr;
+  const std::int32_t* block_row_offsets = nullptr;
+  std::int64_t row_stride = 0;  ///< rows of A (m)
   int k = 0;           ///< sdd: inner dimension
   int block = 0;       ///< b
   bool bf16 = false;   ///< 16-bit kernels: the data is bf16 (else fp16)
