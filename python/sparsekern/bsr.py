@@ -55,6 +55,10 @@ _sdd_dense = os.environ.get("SPARSEKERN_BSR_SDD_DENSE", "auto") != "0"
 # Likewise dds may write op(S) dense and multiply with cuBLAS (bsr_dds_dense_bytes > 0);
 # SPARSEKERN_BSR_DDS_DENSE=0 (or setting this to False) withholds its workspace.
 _dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
+# The bias gradient of dds(x, Wᵀ, bias) from the weight gradient's sdd (SddParams::a_row_sums)
+# instead of a separate pass over ∂ℓ/∂y; SPARSEKERN_BSR_FUSED_BIAS_GRAD=0 (or False here) takes the
+# separate pass (_column_sums), for comparisons.
+_fused_bias_grad = os.environ.get("SPARSEKERN_BSR_FUSED_BIAS_GRAD", "1") != "0"
 _INT32 = torch.int32
 _FLOAT32 = torch.float32
 
@@ -705,16 +709,59 @@ def _try_workspace(nbytes: int, device: torch.device) -> Optional[torch.Tensor]:
         return None
 
 
-def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
+def _sdd_row_sums_bytes(a, b, like_values, tf32) -> int:
+    """bsr_sdd_row_sums_bytes for this product (the workspace of a_row_sums), cached."""
+    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
+    return _cached_bytes(("sdd_rows", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_row_sums_bytes(
+        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
+
+
+def _sdd_row_sums_fused(a, b, like_values, tf32) -> bool:
+    """bsr_sdd_row_sums_fused for this product (whether its kernel sums a's rows itself), cached."""
+    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
+    return _cached_bytes(("sdd_rows_fused", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_row_sums_fused(
+        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
+
+
+def _sdd_impl(a, b, like_values, index, rows, cols, checked=False, row_sums=False):
     """`checked`: the caller vouches for the arguments (a backward pass: the pattern and `a`/`b`
     passed the forward's checks, autograd gives the gradient the output's shape, dtype and
-    device), which skips ~10 µs of host time per call."""
+    device), which skips ~10 µs of host time per call.
+
+    `row_sums`: also return Σ_j a[i, j] (rows values; a linear layer's bias gradient when `a` is
+    ∂ℓ/∂yᵀ), computed by the library next to the product (SddParams::a_row_sums): (values, sums).
+    True: always (where the kernel does not sum them itself, the library's column-sum pass does);
+    "fused": only where the kernel sums the A tiles it loads anyway (the HMMA sdd; on the CPU
+    always), else sums = None and the caller reduces; sums is None too where its workspace could
+    not be had."""
     if not checked:
         _check_sdd_args(a, b, like_values, index, rows, cols)
     out = torch.empty_like(like_values, memory_format=torch.contiguous_format)
-    if out.numel() == 0:
+    if out.numel() == 0 and not row_sums:
         return out
     tf32 = _allow_tf32(a)
+    rs = None
+
+    def rows_args(fused: bool) -> dict:
+        """The a_row_sums arguments of the _C.bsr_sdd call about to run (`fused`: its kernel sums
+        the rows), or none; sets rs."""
+        nonlocal rs
+        if not row_sums or (row_sums == "fused" and a.is_cuda and not fused):
+            return {}
+        nbytes = _sdd_row_sums_bytes(a, b, like_values, tf32) if a.is_cuda else 0
+        ws = _try_workspace(nbytes, a.device) if nbytes else None
+        if nbytes and ws is None:
+            return {}
+        rs = torch.empty(rows, dtype=a.dtype, device=a.device)
+        return dict(block_row_offsets=_idx(index[0]), a_row_sums=as_dlpack(rs),
+                    row_sums_workspace=0 if ws is None else ws.data_ptr(), row_sums_workspace_bytes=nbytes)
+
+    if out.numel() == 0:  # no blocks: the row sums alone
+        extra = rows_args(False)
+        if extra:
+            _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
+                       _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0, 0, **extra)
+        return out, rs
     ws, nbytes = None, 0
     dense_nbytes = _sdd_dense_bytes(a, b, like_values, tf32) if a.is_cuda else 0
     if dense_nbytes and _sdd_dense:
@@ -726,8 +773,9 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
         if ws is not None:
             a, b = _blas_ok(a), _blas_ok(b)
             _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
-                       _idx(index[1]), as_dlpack(out), tf32, stream_of(a), ws.data_ptr(), dense_nbytes)
-            return out
+                       _idx(index[1]), as_dlpack(out), tf32, stream_of(a), ws.data_ptr(), dense_nbytes,
+                       **rows_args(False))
+            return (out, rs) if row_sums else out
     # Hopper: K-major operands (a row-major, b column-major) are read as they are; the others are
     # copied K-major into a workspace where the pattern holds enough blocks to repay it (else the
     # SM80 kernel reads them, a column-major and b row-major).
@@ -756,9 +804,11 @@ def _sdd_impl(a, b, like_values, index, rows, cols, checked=False):
             ws = _try_workspace(nbytes, a.device) if nbytes else None
             if ws is None:
                 nbytes = 0
+    fused = row_sums == "fused" and a.is_cuda and not kmajor and _sdd_row_sums_fused(a, b, like_values, tf32)
     _C.bsr_sdd(as_dlpack(a), as_dlpack(b), rows, cols, like_values.shape[1], _idx(index[2]),
-               _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes)
-    return out
+               _idx(index[1]), as_dlpack(out), tf32, stream_of(a), 0 if ws is None else ws.data_ptr(), nbytes,
+               **rows_args(fused))
+    return (out, rs) if row_sums else out
 
 
 # --------------------------------------------------------------------------------------------
@@ -837,10 +887,16 @@ def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, ne
 
     index = tuple(index)
     ga = dds_(grad, values, index, rows, cols, not transpose, None) if need_a else None
-    gv = None
-    if need_v:
+    gv = gbias = None
+    if need_v and need_bias and transpose and not differentiable and _fused_bias_grad:
+        # y = x · Wᵀ + bias: the bias gradient Σ_rows ∂ℓ/∂y is the row sums of the weight
+        # gradient's first operand, ∂ℓ/∂yᵀ, which the HMMA sdd sums as it loads it
+        # (SddParams::a_row_sums); where another kernel runs the product, the GEMV below.
+        gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums="fused")
+    elif need_v:
         gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
-    gbias = (grad.sum(0) if differentiable else _column_sums(grad)) if need_bias else None
+    if need_bias and gbias is None:
+        gbias = grad.sum(0) if differentiable else _column_sums(grad)
     return ga, gv, gbias
 
 

@@ -953,6 +953,167 @@ def test_sdd_split_k_sm80(block, op_dtype, k):
         assert split_checked >= 1
 
 
+def _check_sdd_row_sums(pattern, k, dtype, dev, a_row_major=False):
+    """The sdd with the row sums of `a` (SddParams::a_row_sums, a linear layer's bias gradient next
+    to its weight gradient): both against float64, `a` column-major as ∂ℓ/∂yᵀ is (or row-major)."""
+    (rows, cols), block = pattern.shape, pattern.block_size
+    a = randn(rows, k, dtype=dtype, device=dev) if a_row_major else randn(k, rows, dtype=dtype, device=dev).t()
+    b = randn(k, cols, dtype=dtype, device=dev)
+    vals, sums = bsr._sdd_impl(a, b, pattern.values, pattern.index_sets(), rows, cols, row_sums=True)
+    assert sums is not None and sums.shape == (rows,) and sums.dtype == dtype
+    ref = a.double().sum(1)
+    assert rel_error(sums, ref) <= tol(dtype, dev) or ref.abs().max() == 0, (rows, cols, k)
+    if k == 0:
+        assert bool((sums == 0).all())
+    if pattern.nnz_blocks:
+        dense_mask = pattern.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+        ref_v = (a.double() @ b.double()) * dense_mask
+        out = bsr.BlockSparseMatrix(vals, *pattern.index_sets()[:2], shape=(rows, cols), validate=False)
+        assert rel_error(out.to_dense(), ref_v) <= tol(dtype, dev) or ref_v.abs().max() == 0, (rows, cols, k)
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+@pytest.mark.parametrize("op_dtype", OP_DTYPES, ids=_dtype_id, indirect=True)
+def test_sdd_row_sums(device, block, op_dtype):
+    """The sdd's fused row sums of `a` on every dtype and block size: a pattern whose block rows hold
+    several blocks, one and none (the empty rows come from the column-sum pass on CUDA), over a K
+    long enough to split on the GPU, a short K, K = 0, and a pattern without blocks."""
+    dtype = op_dtype
+    cases = [((5, 4, [(0, 0), (0, 3), (2, 1), (4, 0), (4, 1), (4, 2)]), 1000),
+             ((5, 4, [(0, 0), (0, 3), (2, 1), (4, 0), (4, 1), (4, 2)]), 37),
+             ((3, 2, [(1, 1)]), 0),
+             ((2, 3, []), 100)]
+    if device.type == "cuda":
+        cases.append(((8, 12, [(0, 1), (2, 5), (7, 0)]), 8192))  # few tiles, long K: split K
+    for (rb, cb, coords), k in cases:
+        pattern = _coords_pattern(rb, cb, coords, block, dtype, device)
+        _check_sdd_row_sums(pattern, k, dtype, device)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", ["dense", "tf32-wgmma", "sm90-16bit", "grouped", "ieee", "f64", "row-major"])
+def test_sdd_row_sums_unfused_paths(case, monkeypatch):
+    """Products that another kernel than the SM80 sdd runs (the dense path, the tf32 wgmma kernel on
+    copies, the 16-bit sm_90a kernel, the grouped SM80 kernel, the SIMT kernel for IEEE fp32,
+    float64 and a row-major `a`) get their row sums from the column-sum pass: against float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", case == "tf32-wgmma")
+
+    def not_fused(pattern, k, dtype, tf32=False):  # what the layer's backward asks before fusing
+        (rows, cols), block = pattern.shape, pattern.block_size
+        assert not _C.bsr_sdd_row_sums_fused(rows, k, cols, block, pattern.nnz_blocks, tf32, 0, str(dtype)[6:])
+    if case == "dense":  # dense enough for the cuBLAS path at blocks of 16 (Hopper), else sampled
+        pattern = make_matrix(512, 512, 16, 0.9, torch.bfloat16, dev)
+        _check_sdd_row_sums(pattern, 300, torch.bfloat16, dev)
+    elif case == "tf32-wgmma":  # enough blocks of 128 for the copies to pay (Hopper; else SM80)
+        pattern = make_matrix(4096, 4096, 128, 0.8, torch.float32, dev)
+        _check_sdd_row_sums(pattern, 200, torch.float32, dev)
+        if _is_hopper():
+            not_fused(pattern, 200, torch.float32, True)
+    elif case == "sm90-16bit":
+        for block in (64, 128):
+            pattern = make_matrix(8 * block, 4 * block, block, 0.5, torch.float16, dev)
+            _check_sdd_row_sums(pattern, 777, torch.float16, dev)
+            if _is_hopper():
+                not_fused(pattern, 777, torch.float16)
+    elif case == "grouped":  # 16-bit blocks of 32, many blocks: the grouped SM80 sdd
+        pattern = make_matrix(4096, 4096, 32, 0.1, torch.bfloat16, dev)
+        _check_sdd_row_sums(pattern, 256, torch.bfloat16, dev)
+        if pattern.nnz_blocks >= 8 * torch.cuda.get_device_properties(dev).multi_processor_count:
+            not_fused(pattern, 256, torch.bfloat16)
+    elif case in ("ieee", "f64"):
+        dtype = torch.float32 if case == "ieee" else torch.float64
+        pattern = _coords_pattern(4, 3, [(0, 0), (3, 2)], 32, dtype, dev)
+        _check_sdd_row_sums(pattern, 513, dtype, dev)
+        not_fused(pattern, 513, dtype)
+    else:
+        pattern = _coords_pattern(4, 3, [(0, 0), (3, 2)], 64, torch.bfloat16, dev)
+        _check_sdd_row_sums(pattern, 513, torch.bfloat16, dev, a_row_major=True)
+
+
+@pytest.mark.parametrize("op_dtype", ["tf32", torch.float32, torch.bfloat16], ids=_dtype_id, indirect=True)
+def test_linear_bias_grad_fused(device, op_dtype, monkeypatch):
+    """The bias gradient of dds(x, Wᵀ, bias) from the weight gradient's sdd (the default) against
+    the separate column sums (SPARSEKERN_BSR_FUSED_BIAS_GRAD=0) and float64, with an output block
+    row that holds no block (on CUDA its bias gradient comes from the column-sum pass)."""
+    dtype, block = op_dtype, 32
+    mask = torch.rand(6, 4) < 0.6
+    mask[0] = True
+    mask[3] = False  # output features 96-127: no weight block
+    w = make_matrix(6 * block, 4 * block, block, 0.5, dtype, device, mask=mask)
+    w.values.requires_grad_(True)
+    bias = randn(6 * block, dtype=dtype, device=device).requires_grad_(True)
+    x = randn(333, 4 * block, dtype=dtype, device=device)
+    g = randn(333, 6 * block, dtype=dtype, device=device)
+    ref_b = g.double().sum(0)
+    if device.type == "cuda":  # the HMMA sdd sums the rows itself: tf32 and 16-bit, not IEEE fp32
+        tf32 = torch.backends.cuda.matmul.allow_tf32 and dtype == torch.float32
+        fused = _C.bsr_sdd_row_sums_fused(6 * block, 333, 4 * block, block, w.nnz_blocks, tf32, device.index or 0,
+                                          str(dtype)[6:])
+        assert fused == (tf32 or dtype != torch.float32)
+    dense_mask = w.mask().repeat_interleave(block, 0).repeat_interleave(block, 1)
+    ref_w = (g.double().t() @ x.double()) * dense_mask
+    grads = []
+    for fused in (True, False):
+        monkeypatch.setattr(bsr, "_fused_bias_grad", fused)
+        bias.grad = w.values.grad = None
+        bsr.dds(x, w.t(), bias).backward(g)
+        grads.append(bias.grad.clone())
+        gw = bsr.BlockSparseMatrix(w.values.grad, *w.index_sets()[:2], shape=w.shape, validate=False)
+        assert rel_error(gw.to_dense(), ref_w) <= tol(dtype, device), fused
+    for gb in grads:
+        assert rel_error(gb, ref_b) <= tol(dtype, device)
+    assert rel_error(grads[0], grads[1].double()) <= tol(dtype, device)
+
+
+def test_sdd_row_sums_bad_input():
+    """The binding's checks of a_row_sums: it needs block_row_offsets, one element per row, the
+    dtype of the product."""
+    from sparsekern._core import as_dlpack
+    pattern = _coords_pattern(2, 2, [(0, 1)], 16, torch.float32, torch.device("cpu"))
+    ro, ci, ri = pattern.index_sets()[:3]
+    a, b = torch.randn(32, 8), torch.randn(8, 32)
+    out = torch.empty_like(pattern.values)
+
+    def args():  # fresh capsules per call (a DLPack capsule is consumed once)
+        return (as_dlpack(a), as_dlpack(b), 32, 32, 16, as_dlpack(ri), as_dlpack(ci), as_dlpack(out))
+    with pytest.raises(ValueError, match="block_row_offsets"):
+        _C.bsr_sdd(*args(), a_row_sums=as_dlpack(torch.empty(32)))
+    with pytest.raises(ValueError, match="a_row_sums"):
+        _C.bsr_sdd(*args(), block_row_offsets=as_dlpack(ro), a_row_sums=as_dlpack(torch.empty(31)))
+    with pytest.raises(TypeError, match="a_row_sums"):
+        _C.bsr_sdd(*args(), block_row_offsets=as_dlpack(ro), a_row_sums=as_dlpack(torch.empty(32, dtype=torch.float64)))
+    sums = torch.empty(32)
+    _C.bsr_sdd(*args(), block_row_offsets=as_dlpack(ro), a_row_sums=as_dlpack(sums))
+    assert torch.allclose(sums, a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_sdd_row_sums_workspace_checked():
+    """On CUDA a_row_sums needs its workspace: none, or too few bytes, is an error naming it (not a
+    fault)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from sparsekern._core import as_dlpack
+    dev = torch.device("cuda")
+    pattern = _coords_pattern(2, 2, [(0, 1)], 16, torch.float16, dev)
+    ro, ci, ri = pattern.index_sets()[:3]
+    a, b = torch.randn(8, 32, dtype=torch.float16, device=dev).t(), torch.randn(8, 32, dtype=torch.float16, device=dev)
+    out = torch.empty_like(pattern.values)
+    need = _C.bsr_sdd_row_sums_bytes(32, 8, 32, 16, 1, False, 0, "float16")
+    assert need > 0
+    for nbytes in (0, need - 16):
+        ws = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=dev)
+        with pytest.raises(ValueError, match="row_sums_workspace"):
+            _C.bsr_sdd(as_dlpack(a), as_dlpack(b), 32, 32, 16, as_dlpack(ri), as_dlpack(ci), as_dlpack(out),
+                       False, torch.cuda.current_stream().cuda_stream, block_row_offsets=as_dlpack(ro),
+                       a_row_sums=as_dlpack(torch.empty(32, dtype=torch.float16, device=dev)),
+                       row_sums_workspace=ws.data_ptr() if nbytes else 0, row_sums_workspace_bytes=nbytes)
+    torch.cuda.synchronize()  # no sticky error
+
+
 @pytest.mark.cuda
 def test_sdd_split_k_falls_back_when_the_workspace_cannot_be_allocated(monkeypatch):
     """The split-K partials' workspace running out of memory (simulated) leaves the sdd unsplit,
