@@ -1178,13 +1178,14 @@ namespace {
 
 /// The product of sdd_cuda (nnz_blocks > 0). With `row_partial` (a_row_sums asked for, room for
 /// `row_splits` splits), the SM80 kernel also sums the rows of A that its block rows' first
-/// blocks load; true where it did (then sdd_row_sums_finish reads its partials).
-bool sdd_products(const SddParams& p, cudaStream_t stream, float* row_partial, int row_splits) {
+/// blocks load; returns the number of splits whose row partials it wrote (0: none, the finish pass
+/// sums every row from A), which can be fewer than row_splits (no room for the split-K partials).
+int sdd_products(const SddParams& p, cudaStream_t stream, float* row_partial, int row_splits) {
   const std::int64_t vec = 16 / std::int64_t(dtype_size(p.dtype));
   const std::int64_t k = p.a.cols;
-  if (sdd_dense(p, stream)) return false;
+  if (sdd_dense(p, stream)) return 0;
 #if SPARSEKERN_BSR_SM90A
-  if (sdd_tf32_sm90(p, stream)) return false;
+  if (sdd_tf32_sm90(p, stream)) return 0;
 #endif
   // A column-major (M-major) and B row-major (N-major): the layouts of Xᵀ and dY in a weight
   // gradient, read without copies.
@@ -1219,7 +1220,7 @@ bool sdd_products(const SddParams& p, cudaStream_t stream, float* row_partial, i
         launched = t.bf16 ? sm90::sdd_launch<sm90::Elem::bf16, 128, false>(t, nnz, rows, cols, sms, stream, splits, partial)
                           : sm90::sdd_launch<sm90::Elem::f16, 128, false>(t, nnz, rows, cols, sms, stream, splits, partial);
       }
-      if (launched) return false;  // else a TMA descriptor was refused: the SM80 kernel below
+      if (launched) return 0;  // else a TMA descriptor was refused: the SM80 kernel below
     }
 #endif
     // Split K where the caller passed room for the partials (sdd_workspace_bytes).
@@ -1239,10 +1240,10 @@ bool sdd_products(const SddParams& p, cudaStream_t stream, float* row_partial, i
     }
     if (p.dtype == DType::f32) sdd_tc_launch<true>(t, nnz, b, p.device.index, stream);
     else sdd_tc_launch<false>(t, nnz, b, p.device.index, stream);
-    return fused;
+    return fused ? t.splits : 0;
   }
   sdd_simt(p, stream);
-  return false;
+  return 0;
 }
 
 }  // namespace
@@ -1258,8 +1259,11 @@ void sdd_cuda(const SddParams& p, Stream stream_ptr) {
     rl = row_sums_layout(p.a.rows, p.a.cols, sdd_row_sum_splits(p));
     row_partial = static_cast<float*>(p.row_sums_workspace.data);
   }
-  const bool fused = p.pattern.nnz_blocks > 0 && sdd_products(p, stream, row_partial, rl.splits);
-  if (p.a_row_sums != nullptr) sdd_row_sums_finish(p, rl, fused, stream);
+  const int fused_splits = p.pattern.nnz_blocks > 0 ? sdd_products(p, stream, row_partial, rl.splits) : 0;
+  if (p.a_row_sums != nullptr) {
+    if (fused_splits > 0) rl.splits = fused_splits;  // the splits whose partials were written
+    sdd_row_sums_finish(p, rl, fused_splits > 0, stream);
+  }
 }
 
 }  // namespace sparsekern::bsr::detail

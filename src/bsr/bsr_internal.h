@@ -136,8 +136,9 @@ bool sdd_sm80_ungrouped(const SddParams& p);
 int sdd_row_sum_splits(const SddParams& p);
 
 /// r = Σ_j a[i, j] into p.a_row_sums (see SddParams::a_row_sums): rows of block rows that hold a
-/// block from the fused kernel's partials when `fused`, every other row by a column-sum pass over
-/// `a`. Zeroes the counters first (cudaMemsetAsync); `stream` is a cudaStream_t.
+/// block from the fused kernel's partials when `fused` (l.splits of them per row, in split order),
+/// every other row by a column-sum pass over `a`. Zeroes the counters first (cudaMemsetAsync);
+/// `stream` is a cudaStream_t.
 void sdd_row_sums_finish(const SddParams& p, const RowSumsLayout& l, bool fused, void* stream);
 
 void dds_cpu(const DdsProblem& p);

@@ -1068,6 +1068,33 @@ def test_linear_bias_grad_fused(device, op_dtype, monkeypatch):
     assert rel_error(grads[0], grads[1].double()) <= tol(dtype, device)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("op_dtype", ["tf32", torch.bfloat16], ids=_dtype_id, indirect=True)
+def test_sdd_row_sums_without_split_room(op_dtype, monkeypatch):
+    """A product that would split K but gets no room for the split partials (their allocation
+    refused) runs unsplit; its fused row sums then hold one split's partials, and the finish pass
+    must add exactly those (not the room it had for more)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dtype, dev = op_dtype, torch.device("cuda")
+    pattern = _coords_pattern(8, 12, [(0, 1), (2, 5), (7, 0)], 32, dtype, dev)
+    (rows, cols), k = pattern.shape, 8192
+    tf32 = dtype == torch.float32
+    split_bytes = _C.bsr_sdd_split_bytes(rows, k, cols, 32, pattern.nnz_blocks, tf32, 0, str(dtype)[6:])
+    refused = []
+    real = bsr._try_workspace
+
+    def no_split_room(nbytes, device):
+        if split_bytes and nbytes == split_bytes:
+            refused.append(nbytes)
+            return None
+        return real(nbytes, device)
+    monkeypatch.setattr(bsr, "_try_workspace", no_split_room)
+    _check_sdd_row_sums(pattern, k, dtype, dev)
+    if _sm80_splits_by_default():
+        assert refused  # the partials were wanted, and refused
+
+
 def test_sdd_row_sums_bad_input():
     """The binding's checks of a_row_sums: it needs block_row_offsets, one element per row, the
     dtype of the product."""
