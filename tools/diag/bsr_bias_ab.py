@@ -12,7 +12,7 @@ import torch
 
 import sparsekern
 from sparsekern import bsr
-from graphtime import graph_time
+from graphtime import forward_for_capture, graph_time
 
 dev = torch.device("cuda")
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
@@ -39,12 +39,7 @@ for spec in layers:
         gb = torch.autograd.grad(layer(xg), (xg, layer.weight, layer.bias), go)[2]
         errs.append(((gb.double() - ref_b).norm() / ref_b.norm()).item())
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # the backward's graph is built on the capture stream
-        xg = x.clone().requires_grad_()
-        y = layer(xg)
-    torch.cuda.current_stream().wait_stream(s)
+    s, xg, y = forward_for_capture(layer, x)  # the backward's graph is built on the capture stream
 
     def bwd():
         return torch.autograd.grad(y, (xg, layer.weight, layer.bias), go, retain_graph=True)

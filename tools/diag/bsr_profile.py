@@ -5,22 +5,13 @@ the layers; BSR_PROFILE_KERNELS=1 prints each kernel's time."""
 import os, sys, time, torch
 import torch.nn.functional as F
 import sparsekern
-from torch.profiler import profile, ProfilerActivity
+from graphtime import kernel_times
 
 dev = torch.device("cuda")
 
 
 def kernels(fn, reps=10):
-    fn(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    out = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            out.setdefault(e.name[:48], []).append(e.device_time_total)
-    return {k: sum(v) / reps for k, v in out.items()}
+    return kernel_times(fn, reps, 48)
 
 
 def fmt(ks):

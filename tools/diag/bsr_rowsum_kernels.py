@@ -6,29 +6,13 @@ argv: layers "dtype:in:out:block:density" (dtype bf16 | fp16 | tf32)."""
 import sys
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import sparsekern
 from sparsekern import bsr
+from graphtime import kernel_times
 
 dev = torch.device("cuda")
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
-
-
-def kernels(fn, reps=10):
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    out = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            out.setdefault(e.name[:60], []).append(e.device_time_total)
-    return {k: sum(v) / reps for k, v in out.items()}
-
-
 for spec in sys.argv[1:]:
     name, k_in, n_out, b, d = spec.split(":")
     dtype = DT[name]
@@ -41,6 +25,6 @@ for spec in sys.argv[1:]:
     y = layer(x)
     for fused in (False, True):
         bsr._fused_bias_grad = fused
-        ks = kernels(lambda: torch.autograd.grad(y, (x, layer.weight, layer.bias), go, retain_graph=True))
+        ks = kernel_times(lambda: torch.autograd.grad(y, (x, layer.weight, layer.bias), go, retain_graph=True), 10, 60)
         body = "; ".join(f"{k} {v:.1f}" for k, v in sorted(ks.items(), key=lambda kv: -kv[1]))
         print(f"{spec} {'fused' if fused else 'separate'}: sum {sum(ks.values()):.1f} | {body}", flush=True)

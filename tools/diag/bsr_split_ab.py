@@ -12,7 +12,7 @@ import torch
 
 import sparsekern
 from sparsekern import bsr
-from graphtime import graph_time
+from graphtime import forward_for_capture, graph_time
 
 dev = torch.device("cuda")
 dtype_name = os.environ.get("BSR_DTYPE", "bf16")
@@ -44,12 +44,7 @@ for spec in layers:
     want = grid[layer.block_row_indices.long(), layer.block_col_indices.long()]
     err = ((sdd().values.double() - want).norm() / want.norm()).item()
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # the backward's graph is built on the capture stream
-        xg = x.clone().requires_grad_()
-        y = layer(xg)
-    torch.cuda.current_stream().wait_stream(s)
+    s, xg, y = forward_for_capture(layer, x)  # the backward's graph is built on the capture stream
 
     def bwd():
         return torch.autograd.grad(y, (xg, layer.weight), go, retain_graph=True)

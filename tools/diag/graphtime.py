@@ -1,7 +1,9 @@
 """Device time of a CUDA call for the diagnostics of this folder: `n` calls captured in one CUDA
 graph, replayed five times, the median replay's time per call in µs (no host time in it). `stream`:
 warm up and capture on it (a backward must be captured on the stream its forward ran on), else
-on a new one."""
+on a new one. Also: `forward_for_capture` (a layer's forward on a stream of its own, for a
+backward to capture there) and `kernel_times` (per-kernel device µs of a call by the torch
+profiler)."""
 import torch
 
 
@@ -24,3 +26,32 @@ def graph_time(fn, n=50, stream=None):
         b.synchronize()
         ts.append(a.elapsed_time(b) * 1e3 / n)
     return sorted(ts)[2]
+
+
+def forward_for_capture(layer, x):
+    """(stream, x with grad, y): layer(x) run on a new stream, so that graph_time(..., stream=that
+    stream) can capture the backward of y (autograd runs it on its forward's stream)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        xg = x.clone().requires_grad_()
+        y = layer(xg)
+    torch.cuda.current_stream().wait_stream(s)
+    return s, xg, y
+
+
+def kernel_times(fn, reps=10, width=48):
+    """{kernel name (first `width` characters): device µs per call of fn} by the torch profiler,
+    over `reps` calls after one warm-up call."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            out.setdefault(e.name[:width], []).append(e.device_time_total)
+    return {k: sum(v) / reps for k, v in out.items()}

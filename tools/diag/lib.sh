@@ -161,3 +161,21 @@ diag_ncu_kron_fwd() {
   timeout $(cap $1) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:$5 --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass python3 $R/tools/diag/kron_fwd_one.py $2 $3 $4 > $f.src.csv 2>/dev/null
   python3 $R/tools/diag/ncu_stalls.py $f.src.csv 10 | cut -c1-180
 }
+# diag_bsr_cuda_tests_half LIMIT: the bsr CUDA tests of half $HALF (1 or 2, default 1) of the
+# collected ids, into $OUT/bsr_tests_half$HALF.txt, count and failures.
+diag_bsr_cuda_tests_half() {
+  python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda --collect-only 2>/dev/null | grep "::" | sed "s|^|$R/|;s|^$R/$R/|$R/|" > /tmp/ids.txt
+  local n h
+  n=$(wc -l < /tmp/ids.txt); h=$(( (n + 1) / 2 ))
+  if [ "${HALF:-1}" = 1 ]; then sed -n "1,${h}p" /tmp/ids.txt > /tmp/mine.txt; else sed -n "$((h + 1)),${n}p" /tmp/ids.txt > /tmp/mine.txt; fi
+  echo "$n cuda tests, this half: $(wc -l < /tmp/mine.txt)"
+  timeout $(cap $1) python3 -m pytest -q -p no:cacheprovider $(cat /tmp/mine.txt) > $OUT/bsr_tests_half${HALF:-1}.txt 2>&1
+  echo "half ${HALF:-1}: $(tail -1 $OUT/bsr_tests_half${HALF:-1}.txt)"; grep -E "^FAILED|^ERROR" $OUT/bsr_tests_half${HALF:-1}.txt | head -5
+}
+# diag_bsr_sanitize LIMIT TOOL KEXPR NAME: compute-sanitizer TOOL (memcheck, racecheck) over the bsr
+# CUDA tests matching KEXPR into $OUT/san_NAME.txt, its summary and the tests' line.
+diag_bsr_sanitize() {
+  timeout $(cap $1) compute-sanitizer --tool $2 --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q \
+    -p no:cacheprovider -m cuda -k "$3" > $OUT/san_$4.txt 2>&1
+  echo "$2 ($3): $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $OUT/san_$4.txt | tail -1) | $(tail -1 $OUT/san_$4.txt)"
+}

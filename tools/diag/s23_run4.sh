@@ -8,10 +8,6 @@ timeout $(cap 150) python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cachep
   -k "row_sums or bias_grad or bias_gradient" > $OUT/row_sums_tests.txt 2>&1
 echo "row-sum tests: $(tail -1 $OUT/row_sums_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/row_sums_tests.txt | head -5
 cd $R/tools/diag && timeout $(cap 330) python3 bsr_bias_ab.py 2>&1 | tee $OUT/bias_ab.txt | grep -v "^ *File\|^    "; cd /tmp
-timeout $(cap 480) compute-sanitizer --tool memcheck --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q \
-  -p no:cacheprovider -m cuda -k "row_sums or bias_grad" > $OUT/san_memcheck_rows.txt 2>&1
-echo "memcheck: $(grep -E 'ERROR SUMMARY' $OUT/san_memcheck_rows.txt | tail -1) | $(tail -1 $OUT/san_memcheck_rows.txt)"
-timeout $(cap 570) compute-sanitizer --tool racecheck --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q \
-  -p no:cacheprovider -m cuda -k "test_sdd_row_sums and (bfloat16 or tf32) and 32" > $OUT/san_racecheck_rows.txt 2>&1
-echo "racecheck: $(grep -E 'RACECHECK SUMMARY' $OUT/san_racecheck_rows.txt | tail -1) | $(tail -1 $OUT/san_racecheck_rows.txt)"
+diag_bsr_sanitize 480 memcheck "row_sums or bias_grad" memcheck_rows
+diag_bsr_sanitize 570 racecheck "test_sdd_row_sums and (bfloat16 or tf32) and 32" racecheck_rows
 echo "total $((SECONDS - T0))s"

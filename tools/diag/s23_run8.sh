@@ -9,10 +9,6 @@ diag_bsr_cuda_tests 150 "row_sums or bias_grad or bias_gradient or sdd_split_k o
 cd $R/tools/diag && timeout $(cap 300) python3 bsr_bias_ab.py bf16:4096:4096:64:0.25 bf16:4096:4096:128:0.1 \
   bf16:4096:4096:128:0.5 fp16:4096:4096:64:0.1 bf16:3072:768:128:0.1 bf16:3072:768:128:0.5 bf16:768:3072:128:0.1 \
   2>&1 | tee $OUT/bias_ab4.txt | grep -v "^ *File\|^    "; cd /tmp
-timeout $(cap 450) compute-sanitizer --tool memcheck --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q \
-  -p no:cacheprovider -m cuda -k "row_sums or bias_grad" > $OUT/san_memcheck_rows2.txt 2>&1
-echo "memcheck: $(grep -E 'ERROR SUMMARY' $OUT/san_memcheck_rows2.txt | tail -1) | $(tail -1 $OUT/san_memcheck_rows2.txt)"
-timeout $(cap 570) compute-sanitizer --tool racecheck --print-limit 5 python3 -m pytest $R/tests/python/test_bsr.py -q \
-  -p no:cacheprovider -m cuda -k "test_sdd_row_sums and (float16 or bfloat16) and (64 or 128)" > $OUT/san_racecheck_rows2.txt 2>&1
-echo "racecheck: $(grep -E 'RACECHECK SUMMARY' $OUT/san_racecheck_rows2.txt | tail -1) | $(tail -1 $OUT/san_racecheck_rows2.txt)"
+diag_bsr_sanitize 450 memcheck "row_sums or bias_grad" memcheck_rows2
+diag_bsr_sanitize 570 racecheck "test_sdd_row_sums and (float16 or bfloat16) and (64 or 128)" racecheck_rows2
 echo "total $((SECONDS - T0))s"
