@@ -634,19 +634,33 @@ def _dds_dense_bytes(values, transpose, tf32, device, rows, cols, m) -> int:
         nnz, b, transpose, tf32, device, rows, cols, m, dtype_name(dt)))
 
 
+def _sdd_query(query, a, b, like_values, tf32):
+    """query(m, k, n, block, nnz, tf32, device, dtype) for this product (one of the bsr_sdd_*
+    workspace queries of the binding), cached per query and problem."""
+    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
+    return _cached_bytes((query, m, k, n, nnz, blk, tf32, device, a.dtype), lambda: query(
+        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
+
+
 def _sdd_dense_bytes(a, b, like_values, tf32) -> int:
     """bsr_sdd_dense_bytes for this product, cached."""
-    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
-    return _cached_bytes(("sdd", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_dense_bytes(
-        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
+    return _sdd_query(_C.bsr_sdd_dense_bytes, a, b, like_values, tf32)
 
 
 def _sdd_split_bytes(a, b, like_values, tf32) -> int:
     """bsr_sdd_split_bytes for a product that does not take the dense path (the room for its
     split-K partials, or 0), cached."""
-    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
-    return _cached_bytes(("sdd_split", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_split_bytes(
-        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
+    return _sdd_query(_C.bsr_sdd_split_bytes, a, b, like_values, tf32)
+
+
+def _sdd_row_sums_bytes(a, b, like_values, tf32) -> int:
+    """bsr_sdd_row_sums_bytes for this product (the workspace of a_row_sums), cached."""
+    return _sdd_query(_C.bsr_sdd_row_sums_bytes, a, b, like_values, tf32)
+
+
+def _sdd_row_sums_fused(a, b, like_values, tf32) -> bool:
+    """bsr_sdd_row_sums_fused for this product (whether its kernel sums a's rows itself), cached."""
+    return _sdd_query(_C.bsr_sdd_row_sums_fused, a, b, like_values, tf32)
 
 
 def _check_dsd_args(values, index, rows, cols, transpose, b):
@@ -707,20 +721,6 @@ def _try_workspace(nbytes: int, device: torch.device) -> Optional[torch.Tensor]:
         return _empty(nbytes, dtype=_UINT8, device=device)
     except torch.OutOfMemoryError:
         return None
-
-
-def _sdd_row_sums_bytes(a, b, like_values, tf32) -> int:
-    """bsr_sdd_row_sums_bytes for this product (the workspace of a_row_sums), cached."""
-    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
-    return _cached_bytes(("sdd_rows", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_row_sums_bytes(
-        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
-
-
-def _sdd_row_sums_fused(a, b, like_values, tf32) -> bool:
-    """bsr_sdd_row_sums_fused for this product (whether its kernel sums a's rows itself), cached."""
-    (m, k), n, (nnz, blk), device = a.shape, b.shape[1], like_values.shape[:2], a.get_device()
-    return _cached_bytes(("sdd_rows_fused", m, k, n, nnz, blk, tf32, device, a.dtype), lambda: _C.bsr_sdd_row_sums_fused(
-        m, k, n, blk, nnz, tf32, device, dtype_name(a.dtype)))
 
 
 def _sdd_impl(a, b, like_values, index, rows, cols, checked=False, row_sums=False):

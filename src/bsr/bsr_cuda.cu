@@ -15,6 +15,7 @@
 
 #include "../common/cuda_check.h"
 #include "bsr_internal.h"
+#include "device_types.cuh"
 #include "sm90/dds_sm90.h"
 #include "tc/launch.h"
 
@@ -324,17 +325,6 @@ __global__ void __launch_bounds__(256) add_rows_f32_kernel(float* c, std::int64_
       c[r * ldc + q] += bias[q];
     }
   }
-}
-
-template <typename F>
-void with_device_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f16: f(__half{}); return;
-    case DType::bf16: f(__nv_bfloat16{}); return;
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-  }
-  throw TypeMismatch("unsupported dtype");
 }
 
 void dds_simt(const DdsProblem& p, cudaStream_t stream) {
@@ -771,12 +761,9 @@ bool sdd_sm80_ungrouped(const SddParams& p) {
 }
 
 int sdd_row_sum_splits(const SddParams& p) {
-  const std::int64_t nnz = p.pattern.nnz_blocks, b = p.pattern.block_size;
-  if (p.device.type != DeviceType::cuda || nnz <= 0 || !tc_dtype(p.dtype, p.fp32_math, p.device.index) ||
-      !(b == 16 || b == 32 || b == 64 || b == 128) || p.a.cols >= (std::int64_t(1) << 31)) {
-    return 1;
-  }
-  const int splits = sdd_tc_splits(p.dtype == DType::f32, nnz, int(b), p.a.cols, p.device.index);
+  if (!sdd_sm80_ungrouped(p)) return 1;  // no kernel writes row partials
+  const int splits = sdd_tc_splits(p.dtype == DType::f32, p.pattern.nnz_blocks, int(p.pattern.block_size),
+                                   p.a.cols, p.device.index);
   return splits > 1 ? splits : 1;
 }
 

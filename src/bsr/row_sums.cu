@@ -14,14 +14,14 @@
 // pass alone, as the unfused paths run it over a bf16 ∂ℓ/∂yᵀ of 4096 × 8192, 28.8 against 27.6
 // for cuBLAS's GEMV against a ones vector; behind the fused kernel with every block row covered
 // 3.3 (the CTAs of covered groups return at once).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/cuda_check.h"
 #include "bsr_internal.h"
+#include "device_types.cuh"
 
 namespace sparsekern::bsr::detail {
 
@@ -30,24 +30,11 @@ namespace {
 constexpr int kWarps = 8;
 
 template <class T>
-__device__ __forceinline__ float to_acc(T x) {
-  return float(x);
-}
-template <>
-__device__ __forceinline__ float to_acc<__half>(__half x) {
-  return __half2float(x);
-}
-template <>
-__device__ __forceinline__ float to_acc<__nv_bfloat16>(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <class T>
 __device__ __forceinline__ Acc<T> load_acc(const T* p) {
-  if constexpr (std::is_same_v<T, double>) return *p;
-  else return to_acc(*p);
+  return Acc<T>(*p);
 }
 
 /// Four consecutive elements (16-byte aligned for fp32, 8-byte for 16-bit) as accumulators.
@@ -59,7 +46,7 @@ __device__ __forceinline__ void load4(const T* p, Acc<T> (&v)[4]) {
   } else if constexpr (sizeof(T) == 2) {
     const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
     const T* h = reinterpret_cast<const T*>(&q);
-    for (int e = 0; e < 4; ++e) v[e] = to_acc(h[e]);
+    for (int e = 0; e < 4; ++e) v[e] = load_acc(h + e);
   } else {
     for (int e = 0; e < 4; ++e) v[e] = load_acc(p + e);
   }
@@ -91,6 +78,16 @@ __device__ __forceinline__ bool covered(const RowSumArgs& p, std::int64_t i) {
   return p.row_offsets[r + 1] > p.row_offsets[r];
 }
 
+/// A covered row's sum: its fused partials, splits in order, each split's four lanes pairwise.
+__device__ __forceinline__ float fused_sum(const RowSumArgs& p, std::int64_t row) {
+  float s = 0.0f;
+  for (int sp = 0; sp < p.splits; ++sp) {
+    const float* q = p.fused + (std::int64_t(sp) * p.m + row) * 4;
+    s += (q[0] + q[1]) + (q[2] + q[3]);
+  }
+  return s;
+}
+
 template <class T>
 __global__ void __launch_bounds__(32 * kWarps) row_sums_kernel(const RowSumArgs p) {
   using A = Acc<T>;
@@ -109,15 +106,7 @@ __global__ void __launch_bounds__(32 * kWarps) row_sums_kernel(const RowSumArgs 
   }
   if (!need) {  // every row fused: chunk 0 adds the partials up, in split then lane order
     if (chunk != 0) return;
-    for (int i = tid; i < rows; i += blockDim.x) {
-      const std::int64_t row = g0 + i;
-      float s = 0.0f;
-      for (int sp = 0; sp < p.splits; ++sp) {
-        const float* q = p.fused + (std::int64_t(sp) * p.m + row) * 4;
-        s += (q[0] + q[1]) + (q[2] + q[3]);
-      }
-      static_cast<T*>(p.out)[row] = from_acc<T>(A(s));
-    }
+    for (int i = tid; i < rows; i += blockDim.x) static_cast<T*>(p.out)[g0 + i] = from_acc<T>(A(fused_sum(p, g0 + i)));
     return;
   }
 
@@ -175,10 +164,7 @@ __global__ void __launch_bounds__(32 * kWarps) row_sums_kernel(const RowSumArgs 
     const std::int64_t row = g0 + i;
     float t = 0.0f;
     if (covered(p, row)) {
-      for (int sp = 0; sp < p.splits; ++sp) {
-        const float* q = p.fused + (std::int64_t(sp) * p.m + row) * 4;
-        t += (q[0] + q[1]) + (q[2] + q[3]);
-      }
+      t = fused_sum(p, row);
     } else if (p.chunks > 1) {
       for (int c = 0; c < p.chunks; ++c) t += __ldcg(p.chunk_partial + std::int64_t(c) * p.m + row);
     } else {
@@ -216,12 +202,7 @@ void sdd_row_sums_finish(const SddParams& p, const RowSumsLayout& l, bool fused,
   }
   if (a.chunks > 1) SK_CUDA_TRY(cudaMemsetAsync(a.counters, 0, std::size_t(l.groups) * sizeof(int), s));
   const dim3 grid(unsigned(l.groups), unsigned(a.chunks));
-  switch (p.dtype) {
-    case DType::f32: row_sums_kernel<float><<<grid, 32 * kWarps, 0, s>>>(a); break;
-    case DType::f16: row_sums_kernel<__half><<<grid, 32 * kWarps, 0, s>>>(a); break;
-    case DType::bf16: row_sums_kernel<__nv_bfloat16><<<grid, 32 * kWarps, 0, s>>>(a); break;
-    case DType::f64: row_sums_kernel<double><<<grid, 32 * kWarps, 0, s>>>(a); break;
-  }
+  with_device_type(p.dtype, [&](auto t) { row_sums_kernel<decltype(t)><<<grid, 32 * kWarps, 0, s>>>(a); });
   SK_CUDA_CHECK_LAUNCH();
 }
 

@@ -360,28 +360,17 @@ CUTE_HOST_DEVICE void mainloop(Source& src, Accumulators<Cfg>& acc, int tid, cha
 
 /// fp16 and bf16 share an instantiation; the mainloop is specialised per MMA instruction (a
 /// uniform branch per MMA would keep both paths' registers live: +30 registers at 128×64).
-template <class Cfg, class Source>
+/// kRowSums: also the A fragments' row sums into *rs (a separate instantiation, so the plain loop
+/// keeps its registers).
+template <class Cfg, bool kRowSums = false, class Source>
 CUTE_HOST_DEVICE void run_mainloop(Source& src, Accumulators<Cfg>& acc, int tid, char* smem,
-                                   bool bf16) {
+                                   bool bf16, RowSums<Cfg>* rs = nullptr) {
   if (!Cfg::kTf32 && bf16) {
-    mainloop<Cfg, true, false>(src, acc, tid, smem, nullptr);
+    mainloop<Cfg, true, kRowSums>(src, acc, tid, smem, rs);
   } else {
-    mainloop<Cfg, false, false>(src, acc, tid, smem, nullptr);
+    mainloop<Cfg, false, kRowSums>(src, acc, tid, smem, rs);
   }
 }
-
-/// run_mainloop plus the A fragments' row sums (a separate instantiation: the other CTAs run the
-/// plain loop).
-template <class Cfg, class Source>
-CUTE_HOST_DEVICE void run_mainloop_row_sums(Source& src, Accumulators<Cfg>& acc, int tid, char* smem,
-                                            bool bf16, RowSums<Cfg>& rs) {
-  if (!Cfg::kTf32 && bf16) {
-    mainloop<Cfg, true, true>(src, acc, tid, smem, &rs);
-  } else {
-    mainloop<Cfg, false, true>(src, acc, tid, smem, &rs);
-  }
-}
-
 
 template <class Cfg>
 CUTE_HOST_DEVICE float load_out(const void* p, std::int64_t i, bool bf16) {
@@ -644,7 +633,7 @@ CUTE_HOST_DEVICE void sdd_body(const TcParams& p, int tid, int cta, char* smem) 
     run_mainloop<Cfg>(tiles, acc, tid, smem, p.bf16);
   } else if constexpr (kRowSums) {
     RowSums<Cfg> rs{};
-    run_mainloop_row_sums<Cfg>(tiles, acc, tid, smem, p.bf16, rs);
+    run_mainloop<Cfg, true>(tiles, acc, tid, smem, p.bf16, &rs);
     const int warp = tid / 32, lane = tid % 32;
     if (warp % Cfg::kWN == 0) {  // warp column 0 (the other columns hold the same A fragments)
       const std::int64_t r0 = row0 + (warp / Cfg::kWN) * Cfg::kTM + lane / 4;
