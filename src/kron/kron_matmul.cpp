@@ -285,7 +285,7 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
     SK_EXPECTS(ld_in == seg.L * seg.s_in && ld_out == seg.L * seg.s_out,
                "kron: the natural split needs dense rows (internal plan error)");
     const NaturalTail t = natural_tail_run(r, seg);
-    segment_forward(t.run, t.seg, in, seg.s_in, out, seg.s_out);
+    segment_forward(t.run, t.seg, in, seg.s_in, out, seg.s_out, t0);  // t0: the tail's, when kept
     return;
   }
   if (seg.kind == SegKind::fused && seg.small) {  // fp32, L = 1: in is X, out is Y
@@ -368,18 +368,17 @@ void reduce_fused_partials(const Run& r, const Segment& seg, const MutableMatrix
   if (rb.n > 0) r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
 }
 
-/// Whether the natural split head's ∂ℓ/∂F runs as kron_head_f32.cu's pass: CUDA, fp32, p and q
-/// powers of two from 4 to 64 with p·q ≤ kHeadGradMaxPQ, L a multiple of 4 and 16-byte aligned rows of X and
-/// G. Measured against cuBLAS's strided-batched GEMMs (H100, session 18, device µs of that step):
-/// 16 × 16 heads 67 vs 104 (256 × (16⊗16⊗16⊗16)), 8 × 8 heads ~19 µs less of a 195 µs backward
-/// (256 × (8⊗8⊗8⊗8⊗8)); 32 × 32 heads 42.7 vs 40.9 (128 × (32⊗32⊗32): the pass reads each vector
-/// of G for 8 blocks of ∂ℓ/∂F), so cuBLAS keeps those.
+/// Whether the natural split head's ∂ℓ/∂F runs as kron_head_f32.cu's passes: CUDA, fp32, heads of
+/// head_grad_pass_pq, L a multiple of 4 and 16-byte aligned rows of X and G. Measured against
+/// cuBLAS's strided-batched GEMMs (H100, session 18, device µs of that step): 16 × 16 heads 67 vs
+/// 104 (256 × (16⊗16⊗16⊗16)), 8 × 8 heads ~19 µs less of a 195 µs backward (256 × (8⊗8⊗8⊗8⊗8)).
+/// 32 × 32 heads took 42.7 µs in the 4 × 4-block pass against cuBLAS's 40.9 (128 × (32⊗32⊗32):
+/// it reads each vector of G for 8 blocks of ∂ℓ/∂F); they and 16 × 32 heads take the staged
+/// 8 × 8-block pass (head_grad_wide).
 bool head_grad_fits(const Run& r, const Segment& seg, long long p, long long q, const void* x, long long ldx,
                     const void* g, long long ldg) {
-  auto pow2 = [](long long v) { return v >= 4 && v <= 64 && (v & (v - 1)) == 0; };
   return r.device.type == DeviceType::cuda && r.dtype == DType::f32 && seg.natural && seg.L % 4 == 0 &&
-         seg.L <= (1LL << 30) && pow2(p) && pow2(q) && p * q <= detail::kHeadGradMaxPQ && vec_ok(r, x, ldx, 4) &&
-         vec_ok(r, g, ldg, 4);
+         seg.L <= (1LL << 30) && detail::head_grad_pass_pq(p, q) && vec_ok(r, x, ldx, 4) && vec_ok(r, g, ldg, 4);
 }
 
 /// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
@@ -398,7 +397,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
                "kron: the natural split needs dense rows (internal plan error)");
     const NaturalTail t = natural_tail_run(r, seg);
     segment_backward(t.run, t.seg, x, seg.s_in, g, seg.s_out, gx, seg.s_in,
-                     grad_factors != nullptr ? grad_factors + seg.first : nullptr, partial, acc, nullptr);
+                     grad_factors != nullptr ? grad_factors + seg.first : nullptr, partial, acc, t0);
     return;
   }
   if (seg.kind == SegKind::fused && seg.small_bwd) {  // fp32, one group: x is X, g is ∂ℓ/∂Y
@@ -519,7 +518,11 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
       const long long lv = L / 4;
       hg.lc = static_cast<int>(
           std::clamp<long long>((detail::kHeadGradBlocks + M - 1) / M, 1, std::max<long long>(lv / 64, 1)));
-      const long long grid = std::min(M * hg.lc, detail::kHeadGradBlocks);
+      long long grid = std::min(M * hg.lc, detail::kHeadGradBlocks);
+      if (detail::head_grad_wide(p, q)) {  // persistent: three 128-thread blocks per SM over items of kc columns
+        const long long kc = 4 * (128 / (p * q / 64));
+        grid = std::min({M * ((L + kc - 1) / kc), 3LL * limits_for(*r.be, r.device).num_sms, detail::kHeadGradBlocks});
+      }
       if (!r.be->head_grad(hg, grid, r.device, r.stream))
         throw InvalidArgument("kron: internal error: the head's gradient pass is not on this device");
       rd.partial = partial;
@@ -628,26 +631,50 @@ std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
 }
 
 /// Bytes of the state T0 = X·F1 (M rows of p0·q1 fp32) that a two-factor product keeps for the
-/// register-tile backward: when the forward is the register-tile or the small-factor forward (whose
-/// first step or pass computes T0 anyway) and the backward the register-tile backward (which otherwise recomputes it: one of
-/// its five GEMMs, and a transposed copy of X); else 0.
-std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
-  if (r.sh.modes.size() != 2 || fwd.segs.size() != 1 || !(fwd.segs[0].fast || fwd.segs[0].small) ||
-      bwd.segs.size() != 1 || !bwd.segs[0].fast)
-    return 0;
+/// register-tile backward: when the forward segment is the register-tile or the small-factor
+/// forward (whose first step or pass computes T0 anyway) and the backward's the register-tile
+/// backward (which otherwise recomputes it: one of its five GEMMs, and a transposed copy of X); else 0.
+std::size_t t0_bytes(const Run& r, const Segment& fwd, const Segment& bwd) {
+  if (r.sh.modes.size() != 2 || !(fwd.fast || fwd.small) || !bwd.fast) return 0;
   const std::size_t n = static_cast<std::size_t>(r.sh.M) * static_cast<std::size_t>(r.sh.modes[0].p) *
                         static_cast<std::size_t>(r.sh.modes[1].q);
   return (n * sizeof(float) + 255) / 256 * 256;
 }
 
+std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
+  if (fwd.segs.size() != 1 || bwd.segs.size() != 1) return 0;
+  return t0_bytes(r, fwd.segs[0], bwd.segs[0]);
+}
+
+/// The natural split's tail keeps its T0 likewise, when its tail is a two-factor product of those
+/// kernels in both plans (e.g. 128 × (32⊗32⊗32): the tail's backward over 4096 rows took 79.7 µs
+/// recomputing T0 and 58.5 µs as a product of its own with T0 kept; H100, session 20). It sits in
+/// the caller's saved_states after the saved states (natural_t0_offset); 0 where there is none.
+std::size_t natural_t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
+  if (fwd.segs.size() != 2 || bwd.segs.size() != 2 || !fwd.segs[0].natural || !bwd.segs[0].natural ||
+      fwd.segs[0].kind != SegKind::fused || bwd.segs[0].kind != SegKind::fused)
+    return 0;
+  const NaturalTail tf = natural_tail_run(r, fwd.segs[0]), tb = natural_tail_run(r, bwd.segs[0]);
+  return t0_bytes(tf.run, tf.seg, tb.seg);
+}
+
+std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
+
 /// The same from the forward's side: plans the backward (into `bwd`) only when the forward has
 /// intermediate states at all (several groups, or the register-tile forward of two modes), so that
-/// other one-group products (most fused ones) pay no second plan.
-std::size_t saved_bytes(const Run& r, const Plan& fwd, Plan& bwd) {
+/// other one-group products (most fused ones) pay no second plan. `t0_off` (when given) receives
+/// where in the region a kept T0 goes (0 when none is kept, or the two-factor T0 at the start).
+std::size_t saved_bytes(const Run& r, const Plan& fwd, Plan& bwd, std::size_t* t0_off = nullptr) {
+  if (t0_off != nullptr) *t0_off = 0;
   const bool fast2 = fwd.segs.size() == 1 && (fwd.segs[0].fast || fwd.segs[0].small) && r.sh.modes.size() == 2;
   if (fwd.segs.size() < 2 && !fast2) return 0;
   bwd = plan_for(r, true);
-  return fast2 ? t0_bytes(r, fwd, bwd) : saved_bytes(fwd, bwd);
+  if (fast2) return t0_bytes(r, fwd, bwd);
+  const std::size_t states = saved_bytes(fwd, bwd);
+  const std::size_t t0 = states > 0 ? natural_t0_bytes(r, fwd, bwd) : 0;
+  if (t0 == 0) return states;
+  if (t0_off != nullptr) *t0_off = align256(states);
+  return align256(states) + t0;
 }
 
 /// Whether `saved` (a caller's saved_states buffer) is to be used: given and needed. A buffer that
@@ -681,7 +708,14 @@ void matmul(const MatmulParams& p, Stream stream) {
   // Keeping the states: each group's output goes where the backward plan reads that state.
   Plan bwd;
   bool keep = false;
-  if (p.saved_states.data != nullptr) keep = use_saved(p.saved_states, saved_bytes(r, plan, bwd), "matmul");
+  std::size_t t0_off = 0;
+  if (p.saved_states.data != nullptr)
+    keep = use_saved(p.saved_states, saved_bytes(r, plan, bwd, &t0_off), "matmul");
+  // A kept T0: the two-factor product's (the whole region), or the natural split tail's (after the
+  // states), written by the first segment.
+  void* t0 = nullptr;
+  if (keep && plan.segs.size() == 1) t0 = p.saved_states.data;
+  else if (keep && t0_off > 0) t0 = static_cast<char*>(p.saved_states.data) + t0_off;
   if (!keep) check_workspace(p.workspace, plan.ws_bytes, "matmul");
   if (r.sh.M == 0) return;
   const std::size_t NS = plan.segs.size();
@@ -694,7 +728,7 @@ void matmul(const MatmulParams& p, Stream stream) {
     const bool last = s + 1 == NS;
     void* out = last ? p.y.data : keep ? saved + bwd.off_saved[s + 1] : ws + off[s % 2];
     const long long ld_out = last ? row_ld(p.y.row_stride, r.sh.M, r.sh.Q) : plan.state[s + 1];
-    segment_forward(r, plan.segs[s], in, ld_in, out, ld_out, keep && NS == 1 ? saved : nullptr);
+    segment_forward(r, plan.segs[s], in, ld_in, out, ld_out, s == 0 ? t0 : nullptr);
     in = out;
     ld_in = ld_out;
   }
@@ -744,17 +778,22 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
 struct BackwardPlan {
   Plan plan;
   std::size_t shift = 0;
-  bool t0 = false;
+  const void* t0 = nullptr;  ///< a kept T0 for the first segment (two factors, or the natural split's tail)
 };
 
 BackwardPlan backward_plan(const Run& r, const MatmulBackwardParams& p, const char* fn) {
   BackwardPlan b;
   b.plan = plan_for(r, true);
   if (p.saved_states.data != nullptr && b.plan.segs.size() >= 2) {
-    const std::size_t need = saved_bytes(plan_for(r, false), b.plan);
-    if (use_saved(p.saved_states, need, fn)) b.shift = need;
+    const Plan fwd = plan_for(r, false);
+    const std::size_t need = saved_bytes(fwd, b.plan);
+    const std::size_t t0 = need > 0 ? natural_t0_bytes(r, fwd, b.plan) : 0;
+    if (use_saved(p.saved_states, t0 > 0 ? align256(need) + t0 : need, fn)) {
+      b.shift = need;
+      if (t0 > 0) b.t0 = static_cast<const char*>(p.saved_states.data) + align256(need);
+    }
   } else if (p.saved_states.data != nullptr && b.plan.segs.size() == 1 && b.plan.segs[0].fast) {
-    b.t0 = use_saved(p.saved_states, t0_bytes(r, plan_for(r, false), b.plan), fn);
+    if (use_saved(p.saved_states, t0_bytes(r, plan_for(r, false), b.plan), fn)) b.t0 = p.saved_states.data;
   }
   return b;
 }
@@ -820,7 +859,7 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
       ldgx = row_ld(p.grad_x.row_stride, M, r.sh.P);
     }
     segment_backward(r, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, at(plan.off_partial),
-                     at(plan.off_acc), bp.t0 ? p.saved_states.data : nullptr);
+                     at(plan.off_acc), s == 0 ? bp.t0 : nullptr);
     g = gx;
     ldg = ldgx;
   }

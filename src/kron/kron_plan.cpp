@@ -969,9 +969,9 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
         partial = std::max(partial, static_cast<std::size_t>(std::max(seg.grid, seg.kept_grid)) * seg.part_stride * as);
       } else {
         const ModeDims& d = modes[seg.first];
-        // The natural split head's ∂ℓ/∂F pass (fp32 heads of p·q ≤ kHeadGradMaxPQ, kron_matmul.cpp's
-        // head_grad_fits) writes up to kHeadGradBlocks partials.
-        const bool pass = seg.natural && dtype == DType::f32 && d.p * d.q <= kHeadGradMaxPQ;
+        // The natural split head's ∂ℓ/∂F passes (fp32 heads of head_grad_pass_pq, kron_matmul.cpp's
+        // head_grad_fits) write up to kHeadGradBlocks partials.
+        const bool pass = seg.natural && dtype == DType::f32 && head_grad_pass_pq(d.p, d.q);
         const long long parts = pass ? std::max(seg.gemm_chunk, kHeadGradBlocks) : seg.gemm_chunk;
         partial = std::max(partial, static_cast<std::size_t>(parts * d.p * d.q) * as);
         accum = std::max(accum, static_cast<std::size_t>(d.p * d.q) * as);
