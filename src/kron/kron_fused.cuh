@@ -175,7 +175,7 @@ void small_backward_f32(int threads, const SmallBwdArgs& a, long long grid, std:
                         cudaStream_t stream);
 /// The natural split's mode-0 pass (kron_head.h, kron_head_f32.cu).
 void head_pass_f32(const HeadArgs& h, int device, cudaStream_t stream);
-void head_grad_f32(const HeadGradArgs& h, long long grid, cudaStream_t stream);
+void head_grad_f32(const HeadGradArgs& h, long long grid, int device, cudaStream_t stream);
 /// The two-factor register-tile backward (kron_fast_bwd.h, kron_fast_bwd_f32.cu): tile 8 or 4.
 void fast_backward2_f32(int tile, const FastBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream);

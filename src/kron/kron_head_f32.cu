@@ -109,31 +109,41 @@ __global__ void __launch_bounds__(kGradThreads) kron_head_grad_kernel(const __gr
   }
 }
 
-/// ∂ℓ/∂F of heads of 16 × 32, 32 × 16 and 32 × 32 (head_grad_wide). In the pass above, 32 × 32
+/// ∂ℓ/∂F of heads of 16 or 32 by 16 or 32 (head_grad_wide). In the pass above, 32 × 32
 /// has 64 blocks of 4 × 4, so every vector of X and G is loaded by 8 threads through L1 for 64
 /// FMAs each: 42.7 µs at 128 × (32⊗32⊗32) (H100, session 18), against ~11 µs for its 32 MB, and
 /// cuBLAS's strided-batched GEMMs took 40.9. Here a work item is (row m, kc columns): its p + q
-/// rows of X_m and G_m are staged in shared memory by 16-byte cp.async, kWideStages − 1 items
-/// ahead, and a thread owns an 8 × 8 block of ∂ℓ/∂F (nb = p·q / 64 blocks, S = 128 / nb slices of
-/// the columns, kc = 4·S so that each slice takes one 16-byte column vector per row): per item 8 + 8
-/// vector loads from shared memory for 256 FMAs (157 registers: three blocks per SM; capped for four,
-/// ptxas spilled). A warp's blocks share their X rows (consecutive
-/// blocks along j), so its X loads are broadcasts. The grid is persistent (items blockIdx.x +
-/// k·grid); the slices' sums meet in shared memory and are added in a fixed order.
+/// rows of X_m and G_m are staged in shared memory by 16-byte cp.async, two items ahead, and a
+/// thread owns an 8 × 8 block of ∂ℓ/∂F (nb = p·q / 64 blocks, S = 128 / nb slices of the columns,
+/// 8 to 32; kc = 4·S so that each slice takes one 16-byte column vector per row): per item 8 + 8 vector
+/// loads from shared memory for 256 FMAs. A warp's blocks share their X rows (consecutive blocks
+/// along j), so its X loads are broadcasts. 157 registers: three blocks per SM (capped for four,
+/// ptxas spilled). The grid is persistent (items blockIdx.x + k·grid); the slices' sums meet in
+/// shared memory and are added in a fixed order. H100, session 24: 20.4-20.7 µs at 128 ×
+/// (32⊗32⊗32), 56.0 at 512 rows (cuBLAS 40.9 at 128 rows); four items ahead (five stages) measured
+/// 21.3 and 60.8-61.1.
 constexpr int kWideThreads = 128;
 constexpr int kWideStages = 3;
-/// Floats of one stage: (p + q) rows of kc + 4 (16 × 32: 48 × 68; 32 × 32: 64 × 36).
-constexpr int kWideStageFloats = 48 * 68;
-constexpr int kWideRedPitch = 65;  // one thread's 64 sums, padded (128 · 65 ≤ the stages' floats)
-static_assert(kWideThreads * kWideRedPitch <= kWideStages * kWideStageFloats, "head grad: reduction scratch");
+constexpr int kWideRedPitch = 65;  // one thread's 64 sums, padded
+
+/// Floats of one stage: (p + q) rows of kc + 4 (32 × 32: 64 × 36; 16 × 32: 48 × 68; 16 × 16: 32 × 132).
+int wide_stage_floats(int p, int q) {
+  const int kc = 4 * (kWideThreads / (p * q / 64));
+  return (p + q) * (kc + 4);
+}
+/// Dynamic shared memory of the pass: the stages, or the slices' sums if more (32 × 32).
+std::size_t wide_smem(int p, int q) {
+  return sizeof(float) * static_cast<std::size_t>(std::max(kWideStages * wide_stage_floats(p, q),
+                                                           kWideThreads * kWideRedPitch));
+}
 
 __global__ void __launch_bounds__(kWideThreads, 3) kron_head_grad_wide_kernel(const __grid_constant__ HeadGradArgs h) {
-  __shared__ __align__(16) float st[kWideStages * kWideStageFloats];
+  extern __shared__ __align__(16) float st[];
   const int tid = static_cast<int>(threadIdx.x);
   const int qb = h.q >> 3, nb = (h.p >> 3) * qb;
-  const int S = kWideThreads / nb;  // 8 (32 × 32) or 16
-  const int ls = S == 8 ? 3 : 4;
-  const int kc = 4 * S, pitch = kc + 4, rows = h.p + h.q;
+  const int S = kWideThreads / nb;  // 8 (32 × 32), 16 or 32 (16 × 16)
+  const int ls = S == 8 ? 3 : S == 16 ? 4 : 5;
+  const int kc = 4 * S, pitch = kc + 4, rows = h.p + h.q, stage = rows * pitch;
   const int t = tid >> ls, s = tid & (S - 1);
   const int i0 = (t / qb) * 8, j0 = (t - (t / qb) * qb) * 8;
   const long long L = h.L;
@@ -163,7 +173,7 @@ __global__ void __launch_bounds__(kWideThreads, 3) kron_head_grad_wide_kernel(co
   long long it = blockIdx.x;
 #pragma unroll
   for (int k = 0; k + 1 < kWideStages; ++k) {
-    if (it + k * grid < items) issue(it + k * grid, st + k * kWideStageFloats);
+    if (it + k * grid < items) issue(it + k * grid, st + k * stage);
     async_commit();
   }
   for (int k = 0; it < items; ++k, it += grid) {
@@ -172,9 +182,9 @@ __global__ void __launch_bounds__(kWideThreads, 3) kron_head_grad_wide_kernel(co
     async_wait<kWideStages - 2>();
     __syncthreads();
     const long long nx = it + (kWideStages - 1) * grid;
-    if (nx < items) issue(nx, st + ((k + kWideStages - 1) % kWideStages) * kWideStageFloats);
+    if (nx < items) issue(nx, st + ((k + kWideStages - 1) % kWideStages) * stage);
     async_commit();
-    const float* const buf = st + (k % kWideStages) * kWideStageFloats + 4 * s;
+    const float* const buf = st + (k % kWideStages) * stage + 4 * s;
     float4 gv[8];
 #pragma unroll
     for (int w = 0; w < 8; ++w) gv[w] = *reinterpret_cast<const float4*>(buf + (h.p + j0 + w) * pitch);
@@ -212,10 +222,12 @@ __global__ void __launch_bounds__(kWideThreads, 3) kron_head_grad_wide_kernel(co
 
 }  // namespace
 
-void head_grad_f32(const HeadGradArgs& h, long long grid, cudaStream_t stream) {
+void head_grad_f32(const HeadGradArgs& h, long long grid, int device, cudaStream_t stream) {
   if (grid <= 0) return;
   if (head_grad_wide(h.p, h.q)) {
-    kron_head_grad_wide_kernel<<<static_cast<unsigned>(grid), kWideThreads, 0, stream>>>(h);
+    const std::size_t smem = wide_smem(h.p, h.q);  // 16 × 16: 50.7 KB
+    fast_opt_in_smem<kron_head_grad_wide_kernel>(smem, device);
+    kron_head_grad_wide_kernel<<<static_cast<unsigned>(grid), kWideThreads, smem, stream>>>(h);
   } else {
     kron_head_grad_kernel<<<static_cast<unsigned>(grid), kGradThreads, 0, stream>>>(h);
   }

@@ -215,10 +215,8 @@ struct HeadGradArgs {
 constexpr long long kHeadGradBlocks = 1024;
 /// Largest p·q of a head the 4 × 4-block pass takes.
 constexpr long long kHeadGradMaxPQ = 256;
-/// Heads whose ∂ℓ/∂F takes the staged 8 × 8-block pass (kron_head_f32.cu): 16 × 32, 32 × 16, 32 × 32.
-constexpr bool head_grad_wide(long long p, long long q) {
-  return (p == 16 || p == 32) && (q == 16 || q == 32) && p * q >= 512;
-}
+/// Heads whose ∂ℓ/∂F takes the staged 8 × 8-block pass (kron_head_f32.cu): p and q 16 or 32.
+constexpr bool head_grad_wide(long long p, long long q) { return (p == 16 || p == 32) && (q == 16 || q == 32); }
 constexpr bool head_grad_pow2(long long v) { return v >= 4 && v <= 64 && (v & (v - 1)) == 0; }
 /// Whether the head's ∂ℓ/∂F runs as one of kron_head_f32.cu's passes: the 4 × 4-block pass for p
 /// and q powers of two from 4 to 64 with p·q ≤ kHeadGradMaxPQ, or the wide pass above (other heads

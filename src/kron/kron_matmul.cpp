@@ -373,8 +373,10 @@ void reduce_fused_partials(const Run& r, const Segment& seg, const MutableMatrix
 /// cuBLAS's strided-batched GEMMs (H100, session 18, device µs of that step): 16 × 16 heads 67 vs
 /// 104 (256 × (16⊗16⊗16⊗16)), 8 × 8 heads ~19 µs less of a 195 µs backward (256 × (8⊗8⊗8⊗8⊗8)).
 /// 32 × 32 heads took 42.7 µs in the 4 × 4-block pass against cuBLAS's 40.9 (128 × (32⊗32⊗32):
-/// it reads each vector of G for 8 blocks of ∂ℓ/∂F); they and 16 × 32 heads take the staged
-/// 8 × 8-block pass (head_grad_wide).
+/// it reads each vector of G for 8 blocks of ∂ℓ/∂F). Heads of 16 or 32 by 16 or 32 now take the
+/// staged 8 × 8-block pass (head_grad_wide; H100, session 24: 20 µs at 128 × (32⊗32⊗32), 16 × 16
+/// heads 67.3 → 59.0 at 256 × (16⊗16⊗16⊗16), and the reduction of its 396 partials instead of
+/// 1024 8.0 → 3.5).
 bool head_grad_fits(const Run& r, const Segment& seg, long long p, long long q, const void* x, long long ldx,
                     const void* g, long long ldg) {
   return r.device.type == DeviceType::cuda && r.dtype == DType::f32 && seg.natural && seg.L % 4 == 0 &&

@@ -175,7 +175,7 @@ class CudaBackend final : public Backend {
 
   bool head_grad(const HeadGradArgs& h, long long grid, Device device, Stream stream) override {
     sparsekern::detail::DeviceGuard guard(device.index);
-    head_grad_f32(h, grid, static_cast<cudaStream_t>(stream));
+    head_grad_f32(h, grid, device.index, static_cast<cudaStream_t>(stream));
     return true;
   }
 

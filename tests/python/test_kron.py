@@ -1466,14 +1466,14 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
                                           (5, [(4, 64), (32, 32), (32, 32)]), (130, [(32, 32)] * 3),
                                           (3, [(16, 32), (32, 32), (32, 32)]),
                                           (4, [(32, 16), (16, 16), (16, 16), (16, 16)]),
-                                          (5, [(32, 32), (20, 20), (20, 20)])])
+                                          (5, [(32, 32), (20, 20), (20, 20)]), (40, [(16, 16)] * 4)])
 def test_natural_head_gradient_pass(batch, shapes):
     """The natural split head's ∂ℓ/∂F on CUDA (kron_head_f32.cu's passes): more work items than
     blocks (300 rows in 4 chunks each, 1024 blocks: some sum two), heads of 64 × 4 and 4 × 64 (one
-    and sixteen threads per 4 × 4 block of the gradient); the staged pass of 32 × 32, 16 × 32 and
-    32 × 16 heads with many items per block (130 rows of 32 items on three blocks per SM), few
-    rows, and rows of L = 400 (the last item of a row half past its end); against float64; x rows
-    4 floats apart (no natural split) agree too."""
+    and sixteen threads per 4 × 4 block of the gradient); the staged pass of 32 × 32, 16 × 32,
+    32 × 16 and 16 × 16 heads with many items per block (130 rows of 32 items on three blocks per
+    SM), few rows, and rows of L = 400 (the last item of a row half past its end); against
+    float64; x rows 4 floats apart (no natural split) agree too."""
     from sparsekern import kron as kron_mod
 
     device = torch.device("cuda")

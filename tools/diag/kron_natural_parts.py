@@ -28,6 +28,6 @@ for case in sys.argv[1:]:
     saved_mb = (saved[1] / 2**20) if saved is not None else 0.0
     print(f"{batch} x {ps}: fwd {fwd:.1f} | fwd keeping states {fwd_keep:.1f} ({saved_mb:.0f} MB kept) | "
           f"bwd kept {bwd:.1f} | bwd recomputing {bwd_re:.1f} | bwd kept / fwd {bwd / fwd:.2f}", flush=True)
-    kt = kernel_times(lambda: K._backward(x, fs, g, needs, saved), reps=10)
+    kt = kernel_times(lambda: K._backward(x, fs, g, needs, saved), reps=10, width=140)
     print("   kernels: " + ", ".join(f"{k.strip()} {v:.1f}" for k, v in sorted(kt.items(), key=lambda kv: -kv[1])),
           flush=True)
