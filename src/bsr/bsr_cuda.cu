@@ -487,9 +487,13 @@ void dds_tc_launch(const tc::TcParams& t, int n_blocks, int block, void* stream)
 /// 443 vs 500 µs at b = 128, d = 0.05 / 0.1 / 0.25 / 0.5; b = 64 162 vs 126, 209 vs 166, 353 vs
 /// 360, 554 vs 698: from 0.3 (b = 128, with 6 blocks per column: the grouped kernel does not
 /// overlap its epilogue, which short columns expose) and 0.2 (b = 64), with kGroupedMinWaves tiles
-/// per SM (BERT-base at 8192 rows: 192 tiles for 132 SMs, no faster).
+/// per SM (BERT-base at 8192 rows: 192 tiles for 132 SMs, no faster). Session 24 (H100, kernel µs
+/// one column vs grouped, 8192 × 4096 → 4096; tools/diag/s24_run8.sh, benchmarks/results/bsr-tf32-
+/// grouped-H100-2026-11-27-session24.txt): b = 128 253.8 vs 273.1 at d = 0.2, 305 vs 304 at 0.25,
+/// 361 vs 342-343 at 0.3 (a requested 0.3 is 307 of 1024 blocks, 0.2998: under the old threshold of
+/// 0.3); b = 64 340 vs 345 at 0.2, 416 vs 392 at 0.25. So b = 128 from 0.27.
 constexpr double kGroupedMinDensity16 = 0.04, kGroupedMinDensity32 = 0.4, kGroupedMinDensityFewTiles = 0.2;
-constexpr double kGroupedMinDensityTf32 = 0.2, kGroupedMinDensityTf32_128 = 0.3;
+constexpr double kGroupedMinDensityTf32 = 0.2, kGroupedMinDensityTf32_128 = 0.27;
 constexpr double kGroupedMinWaves = 4.0, kGroupedMinWavesFew = 1.9;
 constexpr double kGroupedMinBlocksPerColTf32_128 = 6.0;
 
