@@ -1422,7 +1422,8 @@ def test_natural_split_forward(device, batch, shapes, head):
 def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
     """The backward's natural split (tail: the small-factor or register-tile backward over M · p0
     rows; head: strided-batched GEMMs): planned for dense rows, gradients against float64 through
-    autograd with the forward's states kept or recomputed (SPARSEKERN_KRON_SAVE_STATES), for every
+    autograd with the forward's states kept (their size checked: the tail's T0 among them where the
+    tail is a two-factor product) or recomputed (SPARSEKERN_KRON_SAVE_STATES), for every
     subset kind of wanted gradients, and with ∂ℓ/∂x rows padded (no split: the generic plan)."""
     from sparsekern import kron as kron_mod
     from sparsekern.kron import _native_args, _to_dlpack
@@ -1435,6 +1436,16 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
         assert "kernel=small-bwd" in plan or "kernel=regtile-bwd" in plan
         assert ("head modes 0" in plan) == (max(shapes[0]) <= {"gemm": 0, "kernel": 32, "auto": 8}[head]), plan
     x, fs = _make(batch, shapes, torch.float32, device, grad=True)
+    if save == "1" and (device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", "")):
+        # The kept states: the head's input, and the tail's T0 where the tail is the two-factor
+        # register-tile backward (M · p0 rows of p1 · q2), each 256-byte aligned.
+        _, kept = kron_mod._forward(x.detach(), [f.detach() for f in fs], save=True)
+        up = lambda n: (n + 255) // 256 * 256  # noqa: E731
+        tail = shapes[1:]
+        want_bytes = up(4 * batch * shapes[0][0] * math.prod(q for _, q in tail))
+        if "kernel=regtile-bwd" in plan:
+            want_bytes += up(4 * batch * shapes[0][0] * tail[0][0] * tail[1][1])
+        assert kept is not None and kept[1] == want_bytes, (kept, want_bytes)
     y = kron_matmul(x, fs)
     g = randn(*y.shape, device=device)
     y.backward(g)
