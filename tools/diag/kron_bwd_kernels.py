@@ -1,23 +1,18 @@
 """Kernel times of one kron training backward (the forward keeps its states), per kernel name,
 from torch.profiler over 20 calls. Usage: python kron_bwd_kernels.py "BATCH P1,P2,..." ..."""
-import math
 import sys
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from kron_case import kron_case  # this folder
 from sparsekern import kron as K
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device("cuda")
 for case in sys.argv[1:]:
-    b, ps = case.split()
-    batch, ps = int(b), [int(v) for v in ps.split(",")]
-    x = torch.randn(batch, math.prod(ps), device=dev)
-    fs = [torch.randn(p, p, device=dev) / math.sqrt(p) for p in ps]
-    g = torch.randn(batch, math.prod(ps), device=dev)
-    needs = [True] * (len(ps) + 1)
-    _, saved = K._forward(x, fs, save=True)
+    c = kron_case(case, dev)
+    batch, ps, x, fs, g, needs, saved = c.batch, c.ps, c.x, c.fs, c.g, c.needs, c.saved
     for _ in range(3):
         K._backward(x, fs, g, needs, saved)
     torch.cuda.synchronize()

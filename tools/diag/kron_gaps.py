@@ -1,7 +1,6 @@
 """Graph-replayed device time of a kron forward and training backward next to the sum of their
 kernels' durations (torch.profiler), and the plans: how much of a call is launch gaps.
 Usage: python kron_gaps.py "BATCH P1,P2,..." ...   (square fp32 factors, TF32 off)"""
-import math
 import sys
 
 import torch
@@ -9,6 +8,7 @@ from graphtime import graph_time  # this folder
 from torch.profiler import ProfilerActivity, profile
 
 from sparsekern import _C
+from kron_case import kron_case  # this folder
 from sparsekern import kron as K
 from sparsekern._core import as_dlpack
 
@@ -32,13 +32,8 @@ def kernels(fn, n=20):
 
 
 for case in sys.argv[1:]:
-    b, ps = case.split()
-    batch, ps = int(b), [int(v) for v in ps.split(",")]
-    x = torch.randn(batch, math.prod(ps), device=dev)
-    fs = [torch.randn(p, p, device=dev) / math.sqrt(p) for p in ps]
-    g = torch.randn(batch, math.prod(ps), device=dev)
-    needs = [True] * (len(ps) + 1)
-    _, saved = K._forward(x, fs, save=True)
+    c = kron_case(case, dev)
+    batch, ps, x, fs, g, needs, saved = c.batch, c.ps, c.x, c.fs, c.g, c.needs, c.saved
     for name, fn, bwd in [("forward", lambda: K._forward(x, fs), False),
                           ("backward", lambda: K._backward(x, fs, g, needs, saved), True)]:
         per = kernels(fn)

@@ -3,24 +3,19 @@ pass. Per case ("BATCH P1,P2,..."), device µs of graph-replayed calls (graphtim
 forward without and with its states kept, the backward from kept states and recomputing them,
 the backward / forward ratio the bench reports (kept-state backward over the plain forward), and
 the kept-state backward's kernels (torch profiler)."""
-import math
 import sys
 
 import torch
 
 from graphtime import graph_time, kernel_times
+from kron_case import kron_case
 from sparsekern import kron as K
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device("cuda")
 for case in sys.argv[1:]:
-    b, ps = case.split()
-    batch, ps = int(b), [int(v) for v in ps.split(",")]
-    x = torch.randn(batch, math.prod(ps), device=dev)
-    fs = [torch.randn(p, p, device=dev) / math.sqrt(p) for p in ps]
-    g = torch.randn(batch, math.prod(ps), device=dev)
-    needs = [True] * (len(ps) + 1)
-    _, saved = K._forward(x, fs, save=True)
+    c = kron_case(case, dev)
+    batch, ps, x, fs, g, needs, saved = c.batch, c.ps, c.x, c.fs, c.g, c.needs, c.saved
     fwd = graph_time(lambda: K._forward(x, fs), n=20)
     fwd_keep = graph_time(lambda: K._forward(x, fs, save=True), n=20)
     bwd = graph_time(lambda: K._backward(x, fs, g, needs, saved), n=20)
