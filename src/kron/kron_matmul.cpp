@@ -344,15 +344,24 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
 /// reduce launch. Every fused backward lays them out alike: block b's at b·part_stride, the
 /// segment's modes' p×q blocks one after another in mode order (accumulator type). `count`: the
 /// blocks that ran (0 writes zeros).
+/// The ∂ℓ/∂F reductions of a fused group's wanted modes, one launch; `pending` (when given) holds
+/// reductions left by an earlier segment (the natural split's head), which join that launch.
 void reduce_fused_partials(const Run& r, const Segment& seg, const MutableMatrixView* grad_factors,
-                           const char* partial, long long count) {
-  if (grad_factors == nullptr) return;
+                           const char* partial, long long count, detail::ReduceBatch* pending = nullptr) {
   const std::size_t as = detail::acc_size(r.dtype);
   detail::ReduceBatch rb;
+  if (pending != nullptr) {
+    rb = *pending;
+    pending->n = 0;
+  }
   long long off = 0;
-  for (int k = seg.first; k < seg.first + seg.count; ++k) {
+  for (int k = seg.first; grad_factors != nullptr && k < seg.first + seg.count; ++k) {
     const ModeDims& d = r.sh.modes[k];
     if (grad_factors[k].data != nullptr) {
+      if (rb.n == detail::kMaxFused) {
+        r.be->reduce_batch(r.dtype, rb, r.device, r.stream);
+        rb.n = 0;
+      }
       ReduceDesc& rd = rb.d[rb.n++];
       rd.partial = partial + static_cast<std::size_t>(off) * as;
       rd.count = count;
@@ -387,7 +396,8 @@ bool head_grad_fits(const Run& r, const Segment& seg, long long p, long long q, 
 /// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
 void segment_backward(const Run& r, const Segment& seg, const void* x, long long ldx, const void* g,
                       long long ldg, void* gx, long long ldgx, const MutableMatrixView* grad_factors,
-                      char* partial, void* acc, const void* t0 = nullptr) {
+                      char* partial, void* acc, const void* t0 = nullptr,
+                      detail::ReduceBatch* pending = nullptr) {
   const long long M = r.sh.M;
   const std::size_t as = detail::acc_size(r.dtype);
   auto wants = [&](int k) { return grad_factors != nullptr && grad_factors[k].data != nullptr; };
@@ -399,7 +409,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
                "kron: the natural split needs dense rows (internal plan error)");
     const NaturalTail t = natural_tail_run(r, seg);
     segment_backward(t.run, t.seg, x, seg.s_in, g, seg.s_out, gx, seg.s_in,
-                     grad_factors != nullptr ? grad_factors + seg.first : nullptr, partial, acc, t0);
+                     grad_factors != nullptr ? grad_factors + seg.first : nullptr, partial, acc, t0, pending);
     return;
   }
   if (seg.kind == SegKind::fused && seg.small_bwd) {  // fp32, one group: x is X, g is ∂ℓ/∂Y
@@ -434,7 +444,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     SK_EXPECTS(static_cast<std::size_t>(off) * sizeof(float) <= seg.smem, "kron: the small-factor backward's "
                "shared memory (", off * sizeof(float), " bytes) exceeds its plan's ", seg.smem);
     if (seg.ntiles > 0) r.be->fused_backward_small(seg.small_threads, a, seg.grid, seg.smem, r.device, r.stream);
-    reduce_fused_partials(r, seg, grad_factors, partial, seg.ntiles > 0 ? seg.grid : 0);
+    reduce_fused_partials(r, seg, grad_factors, partial, seg.ntiles > 0 ? seg.grid : 0, pending);
     return;
   }
   if (seg.kind == SegKind::fused && seg.fast) {  // two modes, fp32, L = 1: x is X, g is ∂ℓ/∂Y
@@ -464,7 +474,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
     if (ntiles > 0) r.be->fused_backward_fast(tile, a, grid, smem, r.device, r.stream);
-    reduce_fused_partials(r, seg, grad_factors, partial, ntiles > 0 ? grid : 0);
+    reduce_fused_partials(r, seg, grad_factors, partial, ntiles > 0 ? grid : 0, pending);
     return;
   }
   if (seg.kind == SegKind::fused) {
@@ -477,7 +487,7 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     a.vec_g = seg.L == 1 && vec_ok(r, g, ldg, seg.s_out);
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, seg.s_in);
     if (seg.ntiles > 0) r.be->fused_backward(r.dtype, seg.rn, a, seg.grid, seg.smem, r.device, r.stream);
-    reduce_fused_partials(r, seg, grad_factors, partial, seg.ntiles > 0 ? seg.grid : 0);
+    reduce_fused_partials(r, seg, grad_factors, partial, seg.ntiles > 0 ? seg.grid : 0, pending);
     return;
   }
   const int k = seg.first;
@@ -529,7 +539,10 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
         throw InvalidArgument("kron: internal error: the head's gradient pass is not on this device");
       rd.partial = partial;
       rd.count = grid;
-      r.be->reduce(r.dtype, rd, r.device, r.stream);
+      if (pending != nullptr && pending->n < detail::kMaxFused)
+        pending->d[pending->n++] = rd;  // summed with the tail's (matmul_backward)
+      else
+        r.be->reduce(r.dtype, rd, r.device, r.stream);
     } else {  // Σ over rows m of X_mᵀ (p × L) · G_mᵀ (L × q), in chunks of rows
       for (long long m0 = 0; m0 < M; m0 += seg.gemm_chunk) {
         const long long nb = std::min(seg.gemm_chunk, M - m0);
@@ -845,7 +858,13 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
       ld_in = plan.state[s + 1];
     }
   }
-  // Walk the groups from the output back, pulling the gradient through each.
+  // Walk the groups from the output back, pulling the gradient through each. A natural split's
+  // head leaves the reduction of its ∂ℓ/∂F pass's partials to the tail's launch (one launch for
+  // both: several µs on a 100 µs backward); the tail's partials then go after the head's (the
+  // planner sizes the region for both).
+  detail::ReduceBatch pending;
+  const bool natural = NS == 2 && plan.segs[0].natural;
+  const std::size_t as = detail::acc_size(r.dtype);
   const void* g = p.grad_y.data;
   long long ldg = row_ld(p.grad_y.row_stride, M, r.sh.Q);
   for (int s = NS - 1; s >= s_min; --s) {
@@ -860,11 +879,15 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
       gx = p.grad_x.data;
       ldgx = row_ld(p.grad_x.row_stride, M, r.sh.P);
     }
-    segment_backward(r, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, at(plan.off_partial),
-                     at(plan.off_acc), s == 0 ? bp.t0 : nullptr);
+    char* part = at(plan.off_partial);
+    if (s == 0 && pending.n > 0)
+      part += align256(static_cast<std::size_t>(pending.d[0].count * pending.d[0].stride) * as);
+    segment_backward(r, plan.segs[s], x, ld_x, g, ldg, gx, ldgx, p.grad_factors, part, at(plan.off_acc),
+                     s == 0 ? bp.t0 : nullptr, natural ? &pending : nullptr);
     g = gx;
     ldg = ldgx;
   }
+  if (pending.n > 0) r.be->reduce_batch(r.dtype, pending, r.device, r.stream);  // the tail did not run
 }
 
 std::string describe_plan(const MatmulParams& p, bool backward) {

@@ -963,10 +963,12 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
       plan.off_grad[0] = cur; cur += mid_bytes;
       plan.off_grad[1] = cur; cur += mid_bytes;
     }
-    std::size_t partial = 0, accum = 0;
+    std::size_t partial = 0, accum = 0, fused_partial = 0, head_pass = 0;
     for (const Segment& seg : plan.segs) {
       if (seg.kind == SegKind::fused) {
-        partial = std::max(partial, static_cast<std::size_t>(std::max(seg.grid, seg.kept_grid)) * seg.part_stride * as);
+        const std::size_t b = static_cast<std::size_t>(std::max(seg.grid, seg.kept_grid)) * seg.part_stride * as;
+        partial = std::max(partial, b);
+        fused_partial = std::max(fused_partial, b);
       } else {
         const ModeDims& d = modes[seg.first];
         // The natural split head's ∂ℓ/∂F passes (fp32 heads of head_grad_pass_pq, kron_matmul.cpp's
@@ -975,8 +977,13 @@ Plan make_plan(long long M, const std::vector<ModeDims>& modes, DType dtype, con
         const long long parts = pass ? std::max(seg.gemm_chunk, kHeadGradBlocks) : seg.gemm_chunk;
         partial = std::max(partial, static_cast<std::size_t>(parts * d.p * d.q) * as);
         accum = std::max(accum, static_cast<std::size_t>(d.p * d.q) * as);
+        if (pass) head_pass = static_cast<std::size_t>(parts * d.p * d.q) * as;
       }
     }
+    // A natural split's head leaves its pass's partials for the tail's reduction launch to sum
+    // (kron_matmul.cpp: matmul_backward), so the tail's partials go after them.
+    if (NS == 2 && plan.segs[0].natural && head_pass > 0)
+      partial = std::max(partial, align_up(head_pass) + fused_partial);
     plan.off_partial = cur; cur += align_up(partial);
     plan.off_acc = cur; cur += align_up(accum);
   }
