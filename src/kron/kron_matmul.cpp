@@ -343,9 +343,8 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
 /// Sums the blocks' partial ∂ℓ/∂F of a fused segment into its wanted factor gradients, in one
 /// reduce launch. Every fused backward lays them out alike: block b's at b·part_stride, the
 /// segment's modes' p×q blocks one after another in mode order (accumulator type). `count`: the
-/// blocks that ran (0 writes zeros).
-/// The ∂ℓ/∂F reductions of a fused group's wanted modes, one launch; `pending` (when given) holds
-/// reductions left by an earlier segment (the natural split's head), which join that launch.
+/// blocks that ran (0 writes zeros). `pending` (when given) holds reductions an earlier segment
+/// left (the natural split's head), which join that launch.
 void reduce_fused_partials(const Run& r, const Segment& seg, const MutableMatrixView* grad_factors,
                            const char* partial, long long count, detail::ReduceBatch* pending = nullptr) {
   const std::size_t as = detail::acc_size(r.dtype);
@@ -664,7 +663,8 @@ std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
 /// The natural split's tail keeps its T0 likewise, when its tail is a two-factor product of those
 /// kernels in both plans (e.g. 128 × (32⊗32⊗32): the tail's backward over 4096 rows took 79.7 µs
 /// recomputing T0 and 58.5 µs as a product of its own with T0 kept; H100, session 20). It sits in
-/// the caller's saved_states after the saved states (natural_t0_offset); 0 where there is none.
+/// the caller's saved_states after the saved states (from align256 of their bytes); 0 where there
+/// is none.
 std::size_t natural_t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
   if (fwd.segs.size() != 2 || bwd.segs.size() != 2 || !fwd.segs[0].natural || !bwd.segs[0].natural ||
       fwd.segs[0].kind != SegKind::fused || bwd.segs[0].kind != SegKind::fused)
