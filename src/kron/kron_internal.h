@@ -269,6 +269,17 @@ struct GemmDesc {
   bool c_acc = false;
 };
 
+/// A factor's gradient in one piece (Backend::factor_grad): out[i, j] = Σ_m Σ_l X_m[l, i] · G_m[j, l],
+/// X_m (L × p, row-major) at x + m·ldx, G_m (q × L, row-major) at g + m·ldg, out with strides
+/// (out_rs, out_cs), all of the operands' dtype.
+struct FactorGradArgs {
+  const void* x = nullptr; long long ldx = 0;
+  const void* g = nullptr; long long ldg = 0;
+  long long M = 0, L = 0;
+  int p = 0, q = 0;
+  void* out = nullptr; long long out_rs = 0, out_cs = 0;
+};
+
 /// out[i, j] = (acc_in ? acc_in[i·q + j] : 0) + Σ_{b < count} partial[b·stride + i·q + j] for a p×q
 /// block; written to `acc_out` (accumulator type, row-major) when set, else converted to the
 /// operands' dtype into `out` with strides (out_rs, out_cs). count = 0 writes zeros.
@@ -430,6 +441,12 @@ class Backend {
   /// backend has no such pass (the CPU: its GEMM path computes them).
   virtual bool head_grad(const HeadGradArgs& h, long long grid, Device device, Stream stream) {
     (void)h; (void)grid; (void)device; (void)stream;
+    return false;
+  }
+  /// A GEMM step's ∂ℓ/∂F (FactorGradArgs) without per-row partials; false where the backend leaves
+  /// it to the batched GEMMs and reductions (CUDA: cuBLAS's strided-batched GEMMs).
+  virtual bool factor_grad(DType dtype, const FactorGradArgs& f, Device device, Stream stream) {
+    (void)dtype; (void)f; (void)device; (void)stream;
     return false;
   }
   /// The two-factor register-tile fp32 backward (kron_fast_bwd.h), `tile` × `tile` step tiles (8 or 4).

@@ -391,6 +391,19 @@ bool head_grad_fits(const Run& r, const Segment& seg, long long p, long long q, 
          seg.L <= (1LL << 30) && detail::head_grad_pass_pq(p, q) && vec_ok(r, x, ldx, 4) && vec_ok(r, g, ldg, 4);
 }
 
+/// A GEMM step's ∂ℓ/∂F (X (M, L, p), G (M, q, L)) through the backend's one-piece path
+/// (Backend::factor_grad); false where it has none, or declines these operands.
+bool factor_grad_whole(const Run& r, const void* x, long long ldx, const void* g, long long ldg, long long L,
+                       const MatrixView& f, const MutableMatrixView& out) {
+  detail::FactorGradArgs fg;
+  fg.x = x; fg.ldx = ldx;
+  fg.g = g; fg.ldg = ldg;
+  fg.M = r.sh.M; fg.L = L;
+  fg.p = static_cast<int>(f.rows); fg.q = static_cast<int>(f.cols);
+  fg.out = out.data; fg.out_rs = out.row_stride; fg.out_cs = out.col_stride;
+  return r.be->factor_grad(r.dtype, fg, r.device, r.stream);
+}
+
 /// Backward of `seg`: from its input state X (M, L, s_in) and the gradient G (M, s_out, L) of its
 /// output, writes ∂ℓ/∂X into `gx` (when not null) and ∂ℓ/∂F of its wanted modes.
 void segment_backward(const Run& r, const Segment& seg, const void* x, long long ldx, const void* g,
@@ -542,6 +555,8 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
         pending->d[pending->n++] = rd;  // summed with the tail's (matmul_backward)
       else
         r.be->reduce(r.dtype, rd, r.device, r.stream);
+    } else if (!seg.natural && factor_grad_whole(r, x, ldx, g, ldg, L, f, grad_factors[k])) {
+      // The backend summed it in one piece (the CPU: one GEMM per chunk of rows; kron_matmul_cpu.cpp).
     } else {  // Σ over rows m of X_mᵀ (p × L) · G_mᵀ (L × q), in chunks of rows
       for (long long m0 = 0; m0 < M; m0 += seg.gemm_chunk) {
         const long long nb = std::min(seg.gemm_chunk, M - m0);

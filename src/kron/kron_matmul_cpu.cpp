@@ -238,6 +238,50 @@ void reduce_typed(const ReduceDesc& r) {
   }
 }
 
+/// FactorGradArgs on the CPU: per chunk of rows, G's rows transposed into a buffer ((rows·L) × q)
+/// and one GEMM of K = rows·L over X's rows (which are (rows·L) × p at unit row stride p when the
+/// state is dense), summed across chunks. The batched GEMMs of the default path have K = L per row
+/// and write a partial per row, which costs most where L is small. Session 24, this 2-core
+/// machine, backward ms, batched → this, interleaved twice: 1024 × (32 ⊗ 32) (L = 32) 20.3 / 21.5
+/// → 8.3 / 10.1, (64 ⊗ 64) 81 / 95 → 51 / 60, 16 × (32 ⊗ 32) even; but where L ≥ 128 slower (its
+/// transpose and B packing run on one thread): (16)^3 (L = 256) 34 / 42 → 56 / 63, (8)^4 59-63 →
+/// 92-100, 32 × (128 ⊗ 128) 8.6-9.0 → 11.2-12.2. So for L ≤ kFactorGradMaxL, and dense X rows;
+/// false (the batched path) otherwise.
+constexpr long long kFactorGradMaxL = 64;
+
+template <typename T>
+bool factor_grad_typed(const FactorGradArgs& f) {
+  using Acc = typename acc_type<T>::type;
+  const long long L = f.L, p = f.p, q = f.q;
+  if (f.M <= 0 || L <= 0 || L > kFactorGradMaxL || f.ldx != L * p) return false;
+  const T* const x = static_cast<const T*>(f.x);
+  const T* const g = static_cast<const T*>(f.g);
+  // About 4096 contraction steps per GEMM: the packed B (K × q) stays in the cache.
+  const long long rows = std::max<long long>(1, std::min<long long>(f.M, 4096 / L));
+  std::vector<T> gt(static_cast<std::size_t>(rows * L * q));
+  std::vector<Acc> sum(static_cast<std::size_t>(p * q), Acc(0));
+  for (long long m0 = 0; m0 < f.M; m0 += rows) {
+    const long long nb = std::min(rows, f.M - m0);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (nb * L * q > (1 << 16))
+#endif
+    for (long long mm = 0; mm < nb; ++mm) {
+      const T* const gm = g + (m0 + mm) * f.ldg;
+      T* const dst = gt.data() + mm * L * q;
+      for (long long j = 0; j < q; ++j)
+        for (long long l = 0; l < L; ++l) dst[l * q + j] = gm[j * L + l];
+    }
+    // sum (p × q) += Xᵀ (p × nb·L) · Gᵀ (nb·L × q); X's element (i, r) at x[m0·ldx + r·p + i]. The
+    // GEMM's threads take disjoint rows i.
+    sparsekern::detail::gemm_batched<T, Acc>(1, p, q, nb * L, x + m0 * f.ldx, 0, 1, p, gt.data(), 0, q, 1,
+                                             [&](long long, long long i, long long j, Acc v) { sum[i * q + j] += v; });
+  }
+  T* const out = static_cast<T*>(f.out);
+  for (long long i = 0; i < p; ++i)
+    for (long long j = 0; j < q; ++j) out[i * f.out_rs + j * f.out_cs] = T(sum[i * q + j]);
+  return true;
+}
+
 class CpuBackend final : public Backend {
  public:
   /// The CPU runs every mode as one GEMM step (gemm_steps: its fastest plan), unless
@@ -300,6 +344,11 @@ class CpuBackend final : public Backend {
   }
   void reduce(DType dtype, const ReduceDesc& r, Device, Stream) override {
     SK_DTYPE_SWITCH(dtype, T, [&] { reduce_typed<T>(r); });
+  }
+  bool factor_grad(DType dtype, const FactorGradArgs& f, Device, Stream) override {
+    bool done = false;
+    SK_DTYPE_SWITCH(dtype, T, [&] { done = factor_grad_typed<T>(f); });
+    return done;
   }
 };
 

@@ -699,6 +699,32 @@ def test_cpu_gemm_steps(monkeypatch, dtype, batch, shapes):
         assert rel_error(got, want) <= _tol(dtype, cpu, 4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cpu_gemm_steps_factor_gradient_paths(monkeypatch, dtype):
+    """The CPU's ∂ℓ/∂F of a GEMM step: one GEMM per chunk of rows over a transposed copy of ∂ℓ/∂y
+    where the state's rows are dense and L ≤ 64 (kron_matmul_cpu.cpp: factor_grad_typed), the batched
+    per-row GEMMs otherwise (L = 128 here, and x with padded rows for the mode that reads x itself):
+    every path against float64, and the two kinds of x rows against each other."""
+    monkeypatch.setenv("SPARSEKERN_KRON_CPU", "gemm")
+    from sparsekern import kron as kron_mod
+
+    cpu = torch.device("cpu")
+    for batch, shapes in [(37, [(32, 24), (16, 16)]), (3, [(128, 128), (2, 2)]), (70, [(5, 3), (8, 8), (4, 6)])]:
+        x, fs = _make(batch, shapes, dtype, cpu)
+        P = x.shape[1]
+        g = randn(batch, math.prod(q for _, q in shapes), dtype=dtype)
+        x64, f64 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
+        want = torch.autograd.grad(_reference_graph(x64, f64), [x64, *f64], g.double())
+        needs = [True] * (len(fs) + 1)
+        dense = kron_mod._backward(x, fs, g, needs)
+        xp = randn(batch, P + 4, dtype=dtype)[:, :P]  # rows P + 4 apart
+        xp.copy_(x)
+        padded = kron_mod._backward(xp, fs, g, needs)
+        for a, b, w in zip(dense, padded, want):
+            assert rel_error(a, w) <= _tol(dtype, cpu, 4) and rel_error(b, w) <= _tol(dtype, cpu, 4)
+            assert rel_error(a, b) <= _tol(dtype, cpu, 4)
+
+
 def _reference_graph(x64, f64):
     P = math.prod(f.shape[0] for f in f64)
     Q = math.prod(f.shape[1] for f in f64)
