@@ -122,14 +122,13 @@ __global__ void __launch_bounds__(kGradThreads) kron_head_grad_kernel(const __gr
 /// shared memory and are added in a fixed order. H100, session 24: 20.4-20.7 µs at 128 ×
 /// (32⊗32⊗32), 56.0 at 512 rows (cuBLAS 40.9 at 128 rows); four items ahead (five stages) measured
 /// 21.3 and 60.8-61.1.
-constexpr int kWideThreads = 128;
+constexpr int kWideThreads = kHeadGradWideThreads;
 constexpr int kWideStages = 3;
 constexpr int kWideRedPitch = 65;  // one thread's 64 sums, padded
 
 /// Floats of one stage: (p + q) rows of kc + 4 (32 × 32: 64 × 36; 16 × 32: 48 × 68; 16 × 16: 32 × 132).
 int wide_stage_floats(int p, int q) {
-  const int kc = 4 * (kWideThreads / (p * q / 64));
-  return (p + q) * (kc + 4);
+  return (p + q) * (head_grad_wide_cols(p, q) + 4);
 }
 /// Dynamic shared memory of the pass: the stages, or the slices' sums if more (32 × 32).
 std::size_t wide_smem(int p, int q) {
@@ -137,13 +136,13 @@ std::size_t wide_smem(int p, int q) {
                                                            kWideThreads * kWideRedPitch));
 }
 
-__global__ void __launch_bounds__(kWideThreads, 3) kron_head_grad_wide_kernel(const __grid_constant__ HeadGradArgs h) {
+__global__ void __launch_bounds__(kWideThreads, kHeadGradWideBlocksPerSM) kron_head_grad_wide_kernel(const __grid_constant__ HeadGradArgs h) {
   extern __shared__ __align__(16) float st[];
   const int tid = static_cast<int>(threadIdx.x);
   const int qb = h.q >> 3, nb = (h.p >> 3) * qb;
   const int S = kWideThreads / nb;  // 8 (32 × 32), 16 or 32 (16 × 16)
   const int ls = S == 8 ? 3 : S == 16 ? 4 : 5;
-  const int kc = 4 * S, pitch = kc + 4, rows = h.p + h.q, stage = rows * pitch;
+  const int kc = 4 * S, pitch = kc + 4, rows = h.p + h.q, stage = rows * pitch;  // head_grad_wide_cols
   const int t = tid >> ls, s = tid & (S - 1);
   const int i0 = (t / qb) * 8, j0 = (t - (t / qb) * qb) * 8;
   const long long L = h.L;

@@ -217,6 +217,12 @@ constexpr long long kHeadGradBlocks = 1024;
 constexpr long long kHeadGradMaxPQ = 256;
 /// Heads whose ∂ℓ/∂F takes the staged 8 × 8-block pass (kron_head_f32.cu): p and q 16 or 32.
 constexpr bool head_grad_wide(long long p, long long q) { return (p == 16 || p == 32) && (q == 16 || q == 32); }
+/// That pass's blocks: threads, resident blocks per SM (its launch bounds; the host sizes its
+/// persistent grid with it), and the columns of a work item: 4 per slice of the columns, one slice
+/// per thread of each 8 × 8 block of ∂ℓ/∂F (32 for 32 × 32, 128 for 16 × 16).
+constexpr int kHeadGradWideThreads = 128;
+constexpr int kHeadGradWideBlocksPerSM = 3;
+constexpr int head_grad_wide_cols(int p, int q) { return 4 * (kHeadGradWideThreads / (p * q / 64)); }
 constexpr bool head_grad_pow2(long long v) { return v >= 4 && v <= 64 && (v & (v - 1)) == 0; }
 /// Whether the head's ∂ℓ/∂F runs as one of kron_head_f32.cu's passes: the 4 × 4-block pass for p
 /// and q powers of two from 4 to 64 with p·q ≤ kHeadGradMaxPQ, or the wide pass above (other heads

@@ -543,9 +543,11 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
       hg.lc = static_cast<int>(
           std::clamp<long long>((detail::kHeadGradBlocks + M - 1) / M, 1, std::max<long long>(lv / 64, 1)));
       long long grid = std::min(M * hg.lc, detail::kHeadGradBlocks);
-      if (detail::head_grad_wide(p, q)) {  // persistent: three 128-thread blocks per SM over items of kc columns
-        const long long kc = 4 * (128 / (p * q / 64));
-        grid = std::min({M * ((L + kc - 1) / kc), 3LL * limits_for(*r.be, r.device).num_sms, detail::kHeadGradBlocks});
+      if (detail::head_grad_wide(p, q)) {  // persistent: as many blocks as stay resident, over items of kc columns
+        const long long kc = detail::head_grad_wide_cols(static_cast<int>(p), static_cast<int>(q));
+        grid = std::min({M * ((L + kc - 1) / kc),
+                         static_cast<long long>(detail::kHeadGradWideBlocksPerSM) * limits_for(*r.be, r.device).num_sms,
+                         detail::kHeadGradBlocks});
       }
       if (!r.be->head_grad(hg, grid, r.device, r.stream))
         throw InvalidArgument("kron: internal error: the head's gradient pass is not on this device");
@@ -659,6 +661,8 @@ std::size_t saved_bytes(const Plan& fwd, const Plan& bwd) {
   return bwd.off_grad[0];  // the saved states come first; the state gradients start after them
 }
 
+std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
+
 /// Bytes of the state T0 = X·F1 (M rows of p0·q1 fp32) that a two-factor product keeps for the
 /// register-tile backward: when the forward segment is the register-tile or the small-factor
 /// forward (whose first step or pass computes T0 anyway) and the backward's the register-tile
@@ -667,7 +671,7 @@ std::size_t t0_bytes(const Run& r, const Segment& fwd, const Segment& bwd) {
   if (r.sh.modes.size() != 2 || !(fwd.fast || fwd.small) || !bwd.fast) return 0;
   const std::size_t n = static_cast<std::size_t>(r.sh.M) * static_cast<std::size_t>(r.sh.modes[0].p) *
                         static_cast<std::size_t>(r.sh.modes[1].q);
-  return (n * sizeof(float) + 255) / 256 * 256;
+  return align256(n * sizeof(float));
 }
 
 std::size_t t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
@@ -687,8 +691,6 @@ std::size_t natural_t0_bytes(const Run& r, const Plan& fwd, const Plan& bwd) {
   const NaturalTail tf = natural_tail_run(r, fwd.segs[0]), tb = natural_tail_run(r, bwd.segs[0]);
   return t0_bytes(tf.run, tf.seg, tb.seg);
 }
-
-std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
 
 /// The same from the forward's side: plans the backward (into `bwd`) only when the forward has
 /// intermediate states at all (several groups, or the register-tile forward of two modes), so that
