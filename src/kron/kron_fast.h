@@ -164,29 +164,6 @@ SK_KRON_FN void async_wait() {
 #endif
 }
 
-/// async_wait<n> for a count known at run time (n ≤ 15; larger counts wait for every group, which
-/// is correct, only slower).
-SK_KRON_FN void async_wait_n(int n) {
-  switch (n) {
-    case 1: async_wait<1>(); break;
-    case 2: async_wait<2>(); break;
-    case 3: async_wait<3>(); break;
-    case 4: async_wait<4>(); break;
-    case 5: async_wait<5>(); break;
-    case 6: async_wait<6>(); break;
-    case 7: async_wait<7>(); break;
-    case 8: async_wait<8>(); break;
-    case 9: async_wait<9>(); break;
-    case 10: async_wait<10>(); break;
-    case 11: async_wait<11>(); break;
-    case 12: async_wait<12>(); break;
-    case 13: async_wait<13>(); break;
-    case 14: async_wait<14>(); break;
-    case 15: async_wait<15>(); break;
-    default: async_wait<0>(); break;
-  }
-}
-
 #if defined(__CUDACC__)
 /// Opts `Kernel` in to `smem` bytes of dynamic shared memory when above 48 KB, once per device and
 /// size (a template on the kernel itself: one record per kernel, not per signature).
@@ -336,18 +313,6 @@ SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt)
   }
 }
 
-/// The slabs the X tile loads in (a.xslabs where it applies, else 1): each slab a cp.async group
-/// of its own, so that the last step computes on slab s while slabs s+1 … are in flight. Only on
-/// the 16-byte path where every slab is the same number of vectors per row and the block's threads
-/// divide into whole rows of them.
-SK_KRON_FN int fast_x_slabs(const FastArgs& a, int nt) {
-  const int slabs = a.xslabs, p = a.st[a.nf - 1].p;
-  if (slabs <= 1 || !a.vec_x || p % 4 != 0) return 1;
-  const int pv = p >> 2;
-  if (pv % slabs != 0 || nt % (pv / slabs) != 0) return 1;
-  return slabs;
-}
-
 /// Starts the copy of tile `tile`'s rows of X into `xt` (natural order, see the file comment): row
 /// n = (chunk c, hi) holds X[m0 + c, hi·p … hi·p + p − 1] at n·xp; rows past M are zero-filled.
 /// With vec_x, 16-byte copies: consecutive threads take consecutive vectors of the tile (full
@@ -355,11 +320,7 @@ SK_KRON_FN int fast_x_slabs(const FastArgs& a, int nt) {
 /// per pass of 128 threads) a thread keeps its vector and walks its rows with pointer increments;
 /// the fields it needs are copied into locals first, since the copies' "memory" clobbers would make
 /// the compiler reload every field of `a` per copy. Else one element per copy, same layout.
-///
-/// Slab `slab` of `slabs` (fast_x_slabs): only the vectors kv ∈ [slab·pv/slabs, (slab+1)·pv/slabs)
-/// of every row (pv = p/4), so that the last step can start on the first k while the rest arrive.
-SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int tid, int nt, int slab = 0,
-                             int slabs = 1) {
+SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int tid, int nt) {
   const FastStep& st = a.st[a.nf - 1];
   const int p = st.p, H = st.hs, xp = a.xp;
   const int n_rows = a.chunks * H;
@@ -368,8 +329,8 @@ SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int t
   const float* const x = a.x;
   const long long ldx = a.ldx;
   const FastDiv dh = st.div_hs;
-  if (a.vec_x && nt % ((p >> 2) / slabs) == 0) {
-    const int pv = (p >> 2) / slabs, kv = slab * pv + tid % pv, step = nt / pv;
+  if (a.vec_x && nt % (p >> 2) == 0) {
+    const int pv = p >> 2, kv = tid % pv, step = nt / pv;
     int n = tid / pv;
     int c = dh.div(n);
     int hi = n - c * H;
@@ -431,12 +392,9 @@ SK_KRON_FN void fast_zero_x_pad(const FastArgs& a, float* xt, int tid, int nt) {
 /// many loads per FFMA as the transposed layout's column vectors gave. Its output (c, hi, j) is
 /// element hi·q + j of T_{nf−2}; with a.t0 set (two modes, a training forward keeping its state for
 /// the backward) also of row tile·chunks + c of a.t0.
-///
-/// In slabs (fast_x_slabs): slab `slab` of `slabs` runs the k groups of that slab of the X tile
-/// (the first slab zeroes the tile, the last writes it back), one phase each.
 template <int TM, int TN, int QP>
 SK_KRON_FN void fast_step_last(const FastArgs& a, long long tile, const float* xt, float* sbuf, const float* sm,
-                               int tid, float (&acc)[TM][TN], int slab = 0, int slabs = 1) {
+                               int tid, float (&acc)[TM][TN]) {
   using Geo = FastGeo<TM, TN, QP>;
   constexpr int LJ = Geo::LJ, LN = Geo::LN;
   const FastStep& st = a.st[a.nf - 1];
@@ -451,21 +409,17 @@ SK_KRON_FN void fast_step_last(const FastArgs& a, long long tile, const float* x
     const int n = nb + LN * i;
     b[i] = xt + (n < n_rows ? n : 0) * a.xp;  // rows past the tile: any finite row, results dropped
   }
-  if (slab == 0) {
+  SK_KRON_UNROLL
+  for (int ii = 0; ii < TM; ++ii) {
     SK_KRON_UNROLL
-    for (int ii = 0; ii < TM; ++ii) {
-      SK_KRON_UNROLL
-      for (int i = 0; i < TN; ++i) acc[ii][i] = 0.0f;
-    }
+    for (int i = 0; i < TN; ++i) acc[ii][i] = 0.0f;
   }
   const float* const fa = sm + st.f_off + j0;
   const int groups = (st.p + 3) >> 2;
-  const int per = groups / slabs;  // slabs > 1 only where it divides (fast_x_slabs)
-  const int u_end = slab == slabs - 1 ? groups : (slab + 1) * per;
 #if defined(__CUDACC__)
 #pragma unroll 2
 #endif
-  for (int u = slab * per; u < u_end; ++u) {
+  for (int u = 0; u < groups; ++u) {
     const float* const fk = fa + (u << 2) * QP;
     float av[4][TM], bv[TN][4];
     SK_KRON_UNROLL
@@ -484,7 +438,6 @@ SK_KRON_FN void fast_step_last(const FastArgs& a, long long tile, const float* x
       }
     }
   }
-  if (slab != slabs - 1) return;
   // Write back: per row n, the thread's j vectors are 4 consecutive j of one output row.
   SK_KRON_UNROLL
   for (int i = 0; i < TN; ++i) {
@@ -614,24 +567,13 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
   float* const x1 = sm + a.off_x1;
   float* const sbuf = sm + a.off_s;
   const bool two = a.nstage == 2;
-  // X loads in `slabs` cp.async groups per tile (fast_x_slabs); a tile's copies are always that
-  // many groups (some empty), so the waits below count them statically: with two stages the next
-  // tile's `slabs` groups are younger than this tile's.
-  const int slabs = fast_x_slabs(a, nt);
-  const int younger = two ? slabs : 0;
-  auto issue_x = [&](float* buf, long long t, int tid) {
-    for (int s = 0; s < slabs; ++s) {
-      if (t < a.ntiles) fast_issue_x(a, buf, t, tid, nt, s, slabs);
-      async_commit();
-    }
-  };
-  // The factors, and the first tile's X (in flight while the factors load; the factors in the
-  // first slab's group).
+  // The factors, and the first tile's X (in flight while the factors load).
   ex.phase([&](int tid, Regs&) {
     fast_zero_x_pad(a, x0, tid, nt);
     if (two) fast_zero_x_pad(a, x1, tid, nt);
+    if (block < a.ntiles) fast_issue_x(a, x0, block, tid, nt);
     fast_load_factors(a, sm, tid, nt);
-    issue_x(x0, block, tid);
+    async_commit();
   });
   long long i = 0;
   for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
@@ -641,26 +583,29 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
     // X of this tile in shared memory; with two stages, the next tile's copy starts first (its
     // buffer was last read by the previous tile's first step, before that step's barrier).
     ex.phase([&](int tid, Regs&) {
-      if (two) issue_x(xnext, next, tid);
-      async_wait_n(younger + slabs - 1);  // this tile's first slab
+      if (two) {
+        if (next < a.ntiles) fast_issue_x(a, xnext, next, tid, nt);
+        async_commit();
+        async_wait<1>();
+      } else {
+        async_wait<0>();
+      }
     });
     // The last mode: X → registers → T_{nf−2} in the state buffer (nobody reads that buffer now:
-    // the previous tile's final step finished before the barrier above), one phase per slab; each
-    // waits for the next slab before its barrier.
-    for (int s = 0; s < slabs; ++s) {
-      ex.phase([&](int tid, Regs& r) {
-        with_qpad(a.st[nf - 1].qpad, [&](auto qp) {
-          fast_step_last<TM, TN, decltype(qp)::value>(a, tile, xcur, sbuf, sm, tid, r.acc, s, slabs);
-        });
-        if (s + 1 < slabs) async_wait_n(younger + slabs - 2 - s);
-      });
-    }
+    // the previous tile's final step finished before the barrier above).
+    ex.phase([&](int tid, Regs& r) {
+      with_qpad(a.st[nf - 1].qpad,
+                [&](auto qp) { fast_step_last<TM, TN, decltype(qp)::value>(a, tile, xcur, sbuf, sm, tid, r.acc); });
+    });
     // With one stage, X is free from here on: the next tile's copy runs during the steps below.
     bool pending = !two && next < a.ntiles;
     for (int t = nf - 2; t >= 1; --t) {
       const bool issue = pending;
       ex.phase([&](int tid, Regs& r) {
-        if (issue) issue_x(x0, next, tid);
+        if (issue) {
+          fast_issue_x(a, x0, next, tid, nt);
+          async_commit();
+        }
         with_qpad(a.st[t].qpad,
                   [&](auto qp) { fast_step_inner<TM, TN, decltype(qp)::value>(a, t, sbuf, sm, tid, r.acc); });
       });
@@ -672,7 +617,10 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
     }
     const bool issue = pending;
     ex.phase_nosync([&](int tid, Regs& r) {
-      if (issue) issue_x(x0, next, tid);
+      if (issue) {
+        fast_issue_x(a, x0, next, tid, nt);
+        async_commit();
+      }
       with_qpad(a.st[0].qpad,
                 [&](auto qp) { fast_step_final<TM, TN, decltype(qp)::value>(a, tile, sbuf, sm, tid, r.acc); });
     });

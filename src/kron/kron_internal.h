@@ -136,7 +136,6 @@ struct FastArgs {
   int off_x0 = 0, off_x1 = 0, off_s = 0;  ///< shared-memory offsets (floats)
   int nstage = 1;           ///< X tiles in flight: 2 = the next tile loads during this one
   int vec_y = 0;            ///< 16-byte vector stores of Y allowed
-  int xslabs = 1;           ///< cp.async groups an X tile loads in, along k (fast_x_slabs)
   float* t0 = nullptr;      ///< two modes: where the first step's output (X·F1 per row) is kept, or null
   long long ldt0 = 0;       ///< its row stride (a multiple of 4, 16-byte aligned base)
 };
@@ -341,7 +340,6 @@ struct Segment {
   int fast_chunks = 1;            ///< rows of X per tile
   int fast_nstage = 1;            ///< X tiles in shared memory (2: the next tile loads during this one)
   int fast_threads = 256;         ///< threads per block (256, or 128 for 8 × 8 tiles)
-  int fast_xslabs = 1;            ///< cp.async groups per X tile along k (FastArgs::xslabs)
   // register-tile backward (two modes): rows per tile, stages, shared memory, grid when the
   // forward's state T0 is kept (the fast_* fields above are for its recompute)
   int kept_tile = 4, kept_chunks = 1, kept_nstage = 1;

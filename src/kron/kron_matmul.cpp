@@ -167,7 +167,6 @@ detail::FastArgs fast_args(const Segment& seg, const Shapes& sh, const MatrixVie
   a.off_x1 = lay.off_x1;
   a.off_s = lay.off_s;
   a.nstage = seg.fast_nstage;
-  a.xslabs = seg.fast_xslabs;
   return a;
 }
 
@@ -946,7 +945,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
     } else if (seg.kind == SegKind::fused && seg.fast) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=fast regs=", seg.fast_tile, "x",
                         seg.fast_tile, " threads=", seg.fast_threads, " rows=", seg.fast_chunks, " stages=", seg.fast_nstage,
-                        seg.fast_xslabs > 1 ? concat(" slabs=", seg.fast_xslabs) : std::string(), " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));
+                        " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " max=", seg.s_max, " tile=", seg.tm, "x",
                         seg.tl, " rn=", seg.rn, " pad=", 1 << seg.sh, " smem=", seg.smem, " grid=", seg.grid));

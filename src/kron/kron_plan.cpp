@@ -269,18 +269,18 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 /// where eligible, else as auto); tile, rows, stages: measurement overrides of the register-tile
 /// plan, threads and grid of either plan (0 = the planner's).
 struct FwdSelect {
-  int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0, slabs = 0;
+  int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
   int lean = 0;  ///< small-factor backward: the lean buffer pool (SmallBwdArgs::lean), opt-in
 };
 
 std::mutex g_select_mutex;
 FwdSelect g_select;
 
-/// Parses "old", "new" or "new:tile=T,rows=R,stages=S,threads=N,grid=G,slabs=K" (any subset, any order).
+/// Parses "old", "new" or "new:tile=T,rows=R,stages=S,threads=N,grid=G" (any subset, any order).
 FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
-        where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N,slabs=1|2|4|8\" "
+        where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\" "
         "or \"small:threads=256|128,grid=N,lean=0|1\"; got \"",
         v, "\""));
   };
@@ -326,8 +326,6 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
       sel.threads = static_cast<int>(num);
     else if (key == "grid")
       sel.grid = static_cast<int>(num);
-    else if (key == "slabs" && (num == 1 || num == 2 || num == 4 || num == 8))
-      sel.slabs = static_cast<int>(num);
     else if (key == "lean" && small && num <= 1)
       sel.lean = static_cast<int>(num);
     else
@@ -365,7 +363,6 @@ std::string select_name(const FwdSelect& sel) {
   if (sel.stages != 0) s += "stages=" + std::to_string(sel.stages) + ",";
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
   if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
-  if (sel.slabs != 0) s += "slabs=" + std::to_string(sel.slabs) + ",";
   if (sel.lean != 0) s += "lean=" + std::to_string(sel.lean) + ",";
   s.pop_back();  // the last ',' (or the ':' of a plain "new" / "small")
   return s;
@@ -544,14 +541,6 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   seg.fast_threads = pick.threads;
   seg.fast_chunks = pick.chunks;
   seg.fast_nstage = pick.nstage;
-  {
-    // X in slabs along k (kron_fast.h, fast_x_slabs): where the slabs split the last mode's
-    // 16-byte vectors evenly and the block's threads into whole rows of a slab.
-    const long long pv = modes.back().p % 4 == 0 ? modes.back().p / 4 : 0;
-    int slabs = sel.slabs != 0 ? sel.slabs : 1;
-    while (slabs > 1 && (pv == 0 || pv % slabs != 0 || pick.threads % (pv / slabs) != 0)) slabs /= 2;
-    seg.fast_xslabs = slabs;
-  }
   seg.smem = pick.smem;
   seg.tm = pick.chunks;
   seg.tl = 1;

@@ -1,5 +1,6 @@
 """Device time of the register-tile forward (kron_fast.h) with X loaded in 1, 2, 4 or 8 slabs along k
-(forward selection "new:slabs=K"), fp32, TF32 off: for choosing the plan's default. Each case runs
+(forward selection "new:slabs=K", which exists only at commit 1d9acb6: measured slower, reverted),
+fp32, TF32 off. Each case runs
 every selection in turn, twice (interleaved), in one process; prints the plan once per selection
 and µs per call (graphtime.graph_time: 50 calls in a CUDA graph, median of 5 replays), with the %
 of the issue-5 roofline (FLOPs / 51.67 TFLOP/s vs minimal bytes / 2.955 TB/s, the H100 values the
