@@ -73,6 +73,83 @@ def _raw_stream_fallback(index: int) -> int:
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _raw_stream_fallback)
 
 
+# Buffers that live as long as the process, one per (device, stream): the cuBLAS workspace and the
+# bsr tile counter below (bsr.py's ones vectors likewise). Two rules keep them out of CUDA-graph
+# memory pools, where no output of a graph accounts for them (torch.compile's
+# mode="reduce-overhead" then refuses the graph: "tensor(s) in the cudagraph pool not tracked as
+# outputs"; a plain torch.cuda.graph would keep the pool's memory as long as the cache):
+#   - during a capture (the current stream capturing) nothing is cached: the call gets a buffer of
+#     its own from the graph's pool, freed when the call returns;
+#   - otherwise the buffer is allocated by a short-lived helper thread on the same stream: torch
+#     routes every allocation of a *thread* to the graph pool while it warms up a CUDA-graph tree
+#     (torch._inductor's cudagraph_trees), which a lazily created cache entry would otherwise
+#     come from. Once per (device, stream). csr.py's plans and semi.py's compressed weights and
+#     plans make their cached tensors the same way (outside_graph_pools).
+
+
+def _capturing() -> bool:
+    """Whether the current CUDA stream is capturing a graph."""
+    return torch.cuda.is_current_stream_capturing()
+
+
+def outside_graph_pools(device: torch.device, fn):
+    """fn()'s result, computed by a short-lived helper thread on the caller's current stream of
+    `device` (see above: what fn allocates then comes from torch's ordinary pool even while this
+    thread warms up a CUDA-graph tree). For the tensors that a cache keeps; the caller makes sure
+    no capture is under way (torch forbids allocating from another thread during one). CPU
+    devices: fn() here."""
+    if device.type != "cuda":
+        return fn()
+    import threading
+
+    stream = torch.cuda.current_stream(device)
+    out: list = []
+
+    def run():
+        try:
+            with torch.cuda.device(device), torch.cuda.stream(stream):
+                out.append((True, fn()))
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            out.append((False, e))
+
+    th = threading.Thread(target=run, name="sparsekern-alloc")
+    th.start()
+    th.join()
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
+
+
+def persistent_buffer(nbytes: int, device: torch.device, fill=None) -> torch.Tensor:
+    """A uint8 buffer for a cache (outside_graph_pools), in the order of the caller's current stream
+    on `device`; `fill`: a byte value to set it to there. Callers of other dtypes view it."""
+
+    def make():
+        buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        if fill is not None:
+            buf.fill_(fill)
+        return buf
+
+    return outside_graph_pools(device, make)
+
+
+def _stream_buffer(cache: dict, t: torch.Tensor, stream: int, nbytes: int, fill=None) -> tuple:
+    """(pointer, bytes, tensor) of the buffer `cache` keeps for `t`'s device and `stream`, made on
+    first use (a per-call one during a capture; see above)."""
+    key = (t.get_device(), stream)
+    ws = cache.get(key)
+    if ws is None:
+        if _capturing():
+            buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
+            if fill is not None:
+                buf.fill_(fill)
+            return (buf.data_ptr(), nbytes, buf)
+        buf = persistent_buffer(nbytes, t.device, fill)  # `stream` is the current one
+        ws = cache[key] = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
+    return ws
+
+
 # One cuBLAS workspace per (device, stream): two streams must not share scratch memory, and a
 # persistent buffer keeps CUDA-graph capture valid. Allocated through torch's caching allocator.
 _workspaces: dict = {}
@@ -80,13 +157,8 @@ _workspaces: dict = {}
 
 def cublas_workspace(t: torch.Tensor, stream: int) -> tuple:
     """(pointer, bytes, tensor) of the cuBLAS workspace for `t`'s device and `stream` (CUDA)."""
-    key = (t.get_device(), stream)
-    ws = _workspaces.get(key)
-    if ws is None:
-        nbytes = _C.gemm_workspace_size(1, key[0])
-        buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
-        ws = _workspaces[key] = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
-    return ws
+    ws = _workspaces.get((t.get_device(), stream))
+    return ws if ws is not None else _stream_buffer(_workspaces, t, stream, _C.gemm_workspace_size(1, t.get_device()))
 
 
 # One block-sparse dds tile-counter buffer per (device, stream) (DdsParams::workspace): the
@@ -96,13 +168,8 @@ _tile_counters: dict = {}
 
 def tile_counter(t: torch.Tensor, stream: int) -> tuple:
     """(pointer, bytes, tensor) of the bsr dds tile counter for `t`'s device and `stream` (CUDA)."""
-    key = (t.get_device(), stream)
-    ws = _tile_counters.get(key)
-    if ws is None:
-        nbytes = _C.bsr_dds_workspace_bytes()
-        buf = torch.zeros(nbytes, dtype=torch.uint8, device=t.device)
-        ws = _tile_counters[key] = (buf.data_ptr(), nbytes, buf)
-    return ws
+    ws = _tile_counters.get((t.get_device(), stream))
+    return ws if ws is not None else _stream_buffer(_tile_counters, t, stream, _C.bsr_dds_workspace_bytes(), fill=0)
 
 
 def release_workspaces() -> None:

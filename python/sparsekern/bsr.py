@@ -31,7 +31,7 @@ import torch
 
 from . import _C
 from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _tile_counters, _to_dlpack, as_dlpack, check_backend,
-                    dtype_name, stream_of, tile_counter)
+                    dtype_name, persistent_buffer, stream_of, tile_counter)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -917,7 +917,13 @@ def _column_sums(g: torch.Tensor) -> torch.Tensor:
     if ones is None or ones.shape[0] < m:
         if torch.cuda.is_current_stream_capturing():  # no allocation that outlives a capture
             return g.sum(0)
-        ones = _ones[key] = torch.ones(max(m, 1024), dtype=g.dtype, device=g.device)
+        # Like _core's per-stream buffers: allocated by a helper thread on this stream, so that a
+        # CUDA-graph tree's warm-up (which routes this thread's allocations to its pool) does not
+        # leave a pool allocation in the cache.
+        n = max(m, 1024)
+        buf = persistent_buffer(n * g.element_size(), g.device)
+        ones = _ones[key] = buf.view(g.dtype)
+        ones.fill_(1)
     return torch.mv(g.t(), ones[:m])
 
 

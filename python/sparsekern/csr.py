@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_tensor, dtype_name, stream_of
+from ._core import as_dlpack, check_backend, check_tensor, dtype_name, outside_graph_pools, stream_of
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
 
@@ -142,13 +142,17 @@ class _Pattern:
         values[perm]. Stable sort by column keeps rows sorted within each column of A."""
         if self._transposed is None:
             crow, col = self.indices()
-            nnz = col.numel()
-            c, j = crow.long(), col.long()
-            row_of = torch.repeat_interleave(torch.arange(self.rows, device=c.device), c.diff(), output_size=nnz)
-            perm = torch.sort(j, stable=True).indices
-            crow_t = torch.zeros(self.cols + 1, dtype=torch.int64, device=c.device)
-            crow_t[1:] = torch.cumsum(torch.bincount(j, minlength=self.cols), 0)
-            self._transposed = (crow_t.to(crow.dtype), row_of[perm].to(crow.dtype).contiguous(), perm)
+
+            def make():
+                nnz = col.numel()
+                c, j = crow.long(), col.long()
+                row_of = torch.repeat_interleave(torch.arange(self.rows, device=c.device), c.diff(), output_size=nnz)
+                perm = torch.sort(j, stable=True).indices
+                crow_t = torch.zeros(self.cols + 1, dtype=torch.int64, device=c.device)
+                crow_t[1:] = torch.cumsum(torch.bincount(j, minlength=self.cols), 0)
+                return crow_t.to(crow.dtype), row_of[perm].to(crow.dtype).contiguous(), perm
+
+            self._transposed = _kept(crow.device, make)
         return self._transposed
 
     def indices(self):
@@ -158,7 +162,8 @@ class _Pattern:
             return self.crow, self.col
         if self._device_indices is None:
             if self.col.numel() <= _INT32_MAX and self.cols <= _INT32_MAX:
-                self._device_indices = (self.crow.to(torch.int32), self.col.to(torch.int32))
+                self._device_indices = _kept(self.crow.device,
+                                             lambda: (self.crow.to(torch.int32), self.col.to(torch.int32)))
             else:
                 self._device_indices = (self.crow, self.col)
         return self._device_indices
@@ -230,11 +235,21 @@ def _pattern(crow, col, rows: int, cols: int, *, trusted: bool = False) -> _Patt
     return p
 
 
+def _kept(device: torch.device, fn):
+    """fn()'s tensors for this module's caches: made outside any CUDA-graph pool (see
+    _core.outside_graph_pools), except during a capture, where nothing may allocate from another
+    thread (plans are made before one in practice: their autotuning synchronises, which a capture
+    does not allow)."""
+    if device.type == "cuda" and not torch.cuda.is_current_stream_capturing():
+        return outside_graph_pools(device, fn)
+    return fn()
+
+
 def _workspace(nbytes: int, device: torch.device):
     if nbytes == 0:
         return None
     _stats["workspace_allocations"] += 1
-    return torch.empty(nbytes, dtype=torch.uint8, device=device)
+    return _kept(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
 
 
 def csr_plan_stats() -> dict:

@@ -76,7 +76,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_tensor, dtype_name, stream_of
+from ._core import as_dlpack, check_backend, check_tensor, dtype_name, outside_graph_pools, stream_of
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
 
@@ -265,7 +265,11 @@ def _cached_for_weight(store: dict, weight: torch.Tensor, key: tuple, build):
     entry = store.get(id(weight))
     if entry is not None and entry.ref() is weight and entry.key == key:
         return entry.data
-    data = build()
+    data = _kept(weight.device, build)
+    if weight.is_cuda and _capturing():
+        # A cache miss while a graph records: the graph runs the build at every replay, and its
+        # result lives in the graph's pool, where no cache may keep it.
+        return data
     ident = id(weight)
     with _lock:
         fresh = entry is None or entry.ref() is not weight
@@ -647,6 +651,8 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
         with torch.cuda.device(x2.device) if x2.device.type == "cuda" else contextlib.nullcontext():
             choice, report = _choose(pb, backend, mode)
         report.update(shape=f"{pb.m}x{x2.shape[1]}->{pb.out_f}", dtype=str(x2.dtype)[6:])
+        if _capturing():  # its workspace is in the graph's pool: used by this capture, kept by no cache
+            return pb.run(choice)
         with _lock:
             _plans[key] = choice
             _reports[key] = report
@@ -700,11 +706,22 @@ def _clear() -> None:
         _masked.clear()
 
 
+def _kept(device, fn):
+    """fn()'s tensors for this module's caches (compressed weights, plan workspaces): made outside
+    any CUDA-graph pool (_core.outside_graph_pools: a CUDA-graph tree's warm-up routes this
+    thread's allocations to its pool), except during a capture (no allocation from another thread
+    then)."""
+    device = torch.device(device)
+    if device.type == "cuda" and not _capturing():
+        return outside_graph_pools(device, fn)
+    return fn()
+
+
 def _alloc(nbytes: int, device):
     if not nbytes:
         return None
     _stats["workspace_allocations"] += 1
-    return torch.empty(nbytes, dtype=torch.uint8, device=device)
+    return _kept(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import sparsekern
-from sparsekern import BlockSparseLinear, BlockSparseMatrix, BlockSparseModelPatcher, _C, bsr
+from sparsekern import BlockSparseLinear, BlockSparseMatrix, BlockSparseModelPatcher, _C, _core, bsr
 from sparsekern.testing import rel_error, run_python, tolerance
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
@@ -462,8 +462,12 @@ def test_linear_cuda_graph_capture(case, monkeypatch):
             step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
+    cached = (dict(_core._workspaces), dict(_core._tile_counters))
     with torch.cuda.graph(graph):
         outs = step()
+    # No per-stream cache keeps a buffer allocated in the graph's pool (torch.compile's
+    # mode="reduce-overhead" refuses graphs with such allocations: test_compile_reduce_overhead).
+    assert (_core._workspaces, _core._tile_counters) == cached
 
     dense_w = layer.to_dense_linear().weight.detach().double()
     rows, cols = layer.block_row_indices.long(), layer.block_col_indices.long()
@@ -2052,3 +2056,28 @@ def test_dds_binding_reads_only_its_index_set(device, transpose):
             sets, name = (None, ci, co, bad, bbc), "block_rows_by_col"
         with pytest.raises(ValueError, match=name):
             run(sets)
+
+
+@pytest.mark.cuda
+def test_compile_reduce_overhead():
+    """BlockSparseLinear under torch.compile(mode="reduce-overhead"): inductor around the custom ops
+    and its CUDA-graph trees replaying them (tile counter memset and workspaces inside the captured
+    region); forward and the three gradients against the eager layer, three calls on new inputs."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    torch.manual_seed(3)
+    layer = BlockSparseLinear(1024, 2048, density=0.25, block_size=64, device=dev, dtype=torch.bfloat16)
+    compiled = torch.compile(layer, mode="reduce-overhead")
+    for _ in range(3):
+        x = torch.randn(4096, 1024, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        go = torch.randn(4096, 2048, device=dev, dtype=torch.bfloat16)
+        params = [x, layer.weight, layer.bias]
+        y = compiled(x)
+        got = torch.autograd.grad(y, params, go)
+        y = y.clone()  # the tree's output buffers are reused by the next replay
+        y_e = layer(x)
+        want = torch.autograd.grad(y_e, params, go)
+        assert rel_error(y, y_e) <= 1e-2
+        for a, w in zip(got, want):
+            assert rel_error(a, w) <= 1e-2

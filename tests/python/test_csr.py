@@ -411,3 +411,29 @@ def test_explicit_transpose_path(monkeypatch):
     ref_x = x.detach().requires_grad_()
     torch.nn.functional.linear(ref_x, lin.weight.to_dense(), lin.bias).sum().backward()
     assert rel_error(x.grad, ref_x.grad) <= tolerance(torch.float64)
+
+
+@pytest.mark.cuda
+def test_compile_reduce_overhead():
+    """SparseLinear under torch.compile(mode="reduce-overhead"): CUDA-graph trees warm the layer up
+    on a stream of their own with this thread's allocations routed to their pool, where the
+    pattern's plans (made per stream, with their workspaces) and int32 index copies must not come
+    from (the tree then refuses the graph); forward and gradients against eager, three calls."""
+    if not (torch.cuda.is_available() and sk.cuda_available()):
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    torch.manual_seed(5)
+    layer = sk.SparseLinear.from_dense(torch.nn.Linear(512, 256, device=dev), 0.1)
+    compiled = torch.compile(layer, mode="reduce-overhead")
+    params = [p for p in layer.parameters() if p.requires_grad]
+    for _ in range(3):
+        x = torch.randn(300, 512, device=dev, requires_grad=True)
+        go = torch.randn(300, 256, device=dev)
+        y = compiled(x)
+        got = torch.autograd.grad(y, [x, *params], go)
+        y = y.clone()  # the tree's output buffers are reused by the next replay
+        y_e = layer(x)
+        want = torch.autograd.grad(y_e, [x, *params], go)
+        assert rel_error(y, y_e) <= 1e-5
+        for a, w in zip(got, want):
+            assert rel_error(a, w) <= 1e-5

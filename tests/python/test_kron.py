@@ -16,7 +16,7 @@ import os
 import pytest
 import torch
 
-from sparsekern import KronLinear, _C, kron_matmul
+from sparsekern import KronLinear, _C, _core, kron_matmul
 from sparsekern._core import as_dlpack
 from sparsekern.kron import kron_reference, nearest_kronecker
 from sparsekern.testing import randn, rel_error, tolerance
@@ -1603,3 +1603,99 @@ def test_natural_split_head_setting(monkeypatch):
         if "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
             assert "head modes 0 [8x8]" in _plan(4, [(8, 8)] * 5)
             assert "cublas modes 0 [16x16]" in _plan(4, [(16, 16)] * 4)
+
+
+# (label, batch, factor shapes, dtype): each reaches another set of kernels and host paths. fp32
+# 1024 × (32,32): the register-tile forward and backward with T0 kept in the saved states;
+# 64 × (16)^3: the small-factor forward and backward (a reduction launch of the blocks'
+# partials); 8 × (32)^3: the natural split (tail T0 kept, head ∂ℓ/∂F pass, strided-batched
+# GEMMs); 16 × (128,128): cuBLAS steps with a workspace allocated per call; (3,8)(5,4)(7,12): the
+# generic fused kernels; bf16 (16,16)^2 and fp16 (24,8)(4,4): the 16-bit paths.
+_KRON_CAPTURE = [("f32-regtile", 1024, [(32, 32)] * 2, torch.float32),
+                 ("f32-small", 64, [(16, 16)] * 3, torch.float32),
+                 ("f32-natural", 8, [(32, 32)] * 3, torch.float32),
+                 ("f32-cublas", 16, [(128, 128)] * 2, torch.float32),
+                 ("f32-generic", 37, [(3, 8), (5, 4), (7, 12)], torch.float32),
+                 ("bf16", 33, [(16, 16)] * 2, torch.bfloat16),
+                 ("f16", 5, [(24, 8), (4, 4)], torch.float16)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", _KRON_CAPTURE, ids=[c[0] for c in _KRON_CAPTURE])
+def test_cuda_graph_capture(case):
+    """KronLinear's forward and every gradient captured in one CUDA graph (the remedy for the small
+    products, whose eager calls are host-bound): the capture succeeds (no synchronisation, no
+    allocation outside torch's allocator, the saved states and workspaces from the graph's pool, and
+    no per-stream cache keeps a buffer allocated during the capture),
+    and replays on new inputs copied into the captured tensors give the float64 results of those
+    inputs, twice; a no-grad forward captured on its own likewise."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    _, batch, shapes, dtype = case
+    dev = torch.device("cuda")
+    layer = KronLinear(shapes, device=dev, dtype=dtype)
+    P, Q = math.prod(p for p, _ in shapes), math.prod(q for _, q in shapes)
+    x = randn(batch, P, dtype=dtype, device=dev).requires_grad_()
+    go = randn(batch, Q, dtype=dtype, device=dev)
+    params = (x, *layer.factors, layer.bias)
+
+    def step():
+        y = layer(x)
+        return (y, *torch.autograd.grad(y, params, go))
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph wants
+        for _ in range(2):
+            step()
+            with torch.no_grad():
+                layer(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph, fwd_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    cached = dict(_core._workspaces)
+    with torch.cuda.graph(graph):
+        outs = step()
+    with torch.cuda.graph(fwd_graph), torch.no_grad():
+        y_nograd = layer(x)
+    assert _core._workspaces == cached  # nothing allocated in a graph's pool is kept by a cache
+    t = _tol(dtype, dev, 2)
+    for _ in range(2):
+        with torch.no_grad():
+            x.copy_(randn(batch, P, dtype=dtype, device=dev))
+            go.copy_(randn(batch, Q, dtype=dtype, device=dev))
+        graph.replay()
+        fwd_graph.replay()
+        torch.cuda.synchronize()
+        x6 = x.detach().double().requires_grad_()
+        f6 = [f.detach().double().requires_grad_() for f in layer.factors]
+        b6 = layer.bias.detach().double().requires_grad_()
+        y6 = kron_reference(x6, f6) + b6
+        want = torch.autograd.grad(y6, [x6, *f6, b6], go.double())
+        assert rel_error(outs[0], y6) <= t
+        assert rel_error(y_nograd, y6) <= t
+        for got, w in zip(outs[1:], want):
+            assert rel_error(got, w) <= 4 * t
+
+
+@pytest.mark.cuda
+def test_compile_reduce_overhead():
+    """KronLinear under torch.compile(mode="reduce-overhead"): inductor around the custom ops and
+    its CUDA-graph trees replaying them (the custom ops allocate their workspaces from torch inside
+    the captured region); forward and every gradient against the eager layer, three calls on new
+    inputs."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    layer = KronLinear([(32, 32), (32, 32)], device=dev, dtype=torch.float32)
+    compiled = torch.compile(layer, mode="reduce-overhead")
+    for _ in range(3):
+        x = randn(257, 1024, device=dev).requires_grad_()
+        go = randn(257, 1024, device=dev)
+        y = compiled(x)
+        got = torch.autograd.grad(y, [x, *layer.factors, layer.bias], go)
+        y = y.clone()  # the tree's output buffers are reused by the next replay
+        y_e = layer(x)
+        want = torch.autograd.grad(y_e, [x, *layer.factors, layer.bias], go)
+        assert rel_error(y, y_e) <= 1e-5
+        for a, w in zip(got, want):
+            assert rel_error(a, w) <= 1e-5

@@ -630,3 +630,27 @@ def test_semi_cuda_keeps_only_the_chosen_compressed_form(monkeypatch):
     assert held == ({chosen} if chosen in ("lt", "cutlass") else set()), (chosen, held)
     _check_layer(layer, x, torch.float16)  # the cached choice still runs
     _check_layer(layer, randn(160, 512, dtype=torch.float16, device="cuda"), torch.float16)  # a second height
+
+
+@pytest.mark.cuda
+def test_compile_reduce_overhead():
+    """SemiStructuredLinear under torch.compile(mode="reduce-overhead"): its compressed weight and
+    the chosen plan's workspace are made during the CUDA-graph tree's warm-up, which routes this
+    thread's allocations to the tree's pool; they must come from torch's ordinary pool (the tree
+    refuses a graph whose pool keeps them); forward and input gradient against eager, three calls."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    torch.manual_seed(6)
+    layer = sk.SemiStructuredLinear.from_dense(torch.nn.Linear(512, 256, device=dev, dtype=torch.float16))
+    compiled = torch.compile(layer, mode="reduce-overhead")
+    for _ in range(3):
+        x = torch.randn(640, 512, device=dev, dtype=torch.float16, requires_grad=True)
+        go = torch.randn(640, 256, device=dev, dtype=torch.float16)
+        y = compiled(x)
+        gx, = torch.autograd.grad(y, [x], go)
+        y = y.clone()  # the tree's output buffers are reused by the next replay
+        y_e = layer(x)
+        want, = torch.autograd.grad(y_e, [x], go)
+        assert rel_error(y, y_e) <= 1e-2
+        assert rel_error(gx, want) <= 1e-2
