@@ -65,6 +65,33 @@ def stream_of(t: torch.Tensor) -> int:
     return _raw_stream(t.get_device())
 
 
+def autocast_dtype(t: torch.Tensor):
+    """The dtype torch.autocast casts the operands of matmul-like ops (F.linear, torch.matmul) to on
+    `t`'s device type when autocast is on there, else None. The products and layers of this
+    package follow that policy: under ``torch.autocast`` an fp32 layer takes a bf16 activation (or
+    an fp32 one) as nn.Linear does, instead of raising on the mixed dtypes."""
+    dev = "cuda" if t.is_cuda else "cpu" if t.is_cpu else None
+    if dev is None:
+        return None
+    try:
+        if torch.is_autocast_enabled(dev):
+            return torch.get_autocast_dtype(dev)
+    except TypeError:  # torch < 2.4: no device_type argument
+        if dev == "cuda" and torch.is_autocast_enabled():
+            return torch.get_autocast_gpu_dtype()
+        if dev == "cpu" and torch.is_autocast_cpu_enabled():
+            return torch.get_autocast_cpu_dtype()
+    return None
+
+
+def autocast_cast(dtype, t):
+    """`t` as autocast casts a matmul operand to `dtype`: floating tensors other than fp64 (which
+    autocast leaves alone), None and the rest unchanged."""
+    if isinstance(t, torch.Tensor) and t.dtype is not dtype and t.is_floating_point() and t.dtype is not torch.float64:
+        return t.to(dtype)
+    return t
+
+
 def _raw_stream_fallback(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 

@@ -30,8 +30,9 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _tile_counters, _to_dlpack, as_dlpack, check_backend,
-                    dtype_name, persistent_buffer, stream_of, tile_counter)
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _tile_counters, _to_dlpack, as_dlpack,
+                    autocast_cast, autocast_dtype, check_backend, dtype_name, persistent_buffer, stream_of,
+                    tile_counter)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -1032,6 +1033,9 @@ def _dds_batched(x, values, index, rows, cols, transpose, bias):
     leading batch dims: the body of :func:`dds` and of ``BlockSparseLinear.forward`` (which calls
     it directly, without building a matrix view per call)."""
     _check_float("x", x)
+    dt = autocast_dtype(x)
+    if dt is not None:  # under torch.autocast: x, the blocks and the bias in its dtype, as F.linear
+        x, values, bias = autocast_cast(dt, x), autocast_cast(dt, values), autocast_cast(dt, bias)
     nd = x.dim()
     if nd == 2:
         a = x
@@ -1055,9 +1059,13 @@ def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:
     _check_float("x", x)
     rows, cols = s._storage_shape
     index = s.index_sets()
-    if _needs_graph(s.values, x):
-        return _dsd_op(s.values, *index, rows, cols, s.transposed, x)
-    return _dsd_impl(s.values, index, rows, cols, s.transposed, x)
+    values = s.values
+    dt = autocast_dtype(x)
+    if dt is not None:  # under torch.autocast: both operands in its dtype
+        values, x = autocast_cast(dt, values), autocast_cast(dt, x)
+    if _needs_graph(values, x):
+        return _dsd_op(values, *index, rows, cols, s.transposed, x)
+    return _dsd_impl(values, index, rows, cols, s.transposed, x)
 
 
 def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSparseMatrix:
@@ -1071,6 +1079,9 @@ def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSp
     rows, cols = pattern._storage_shape
     index = pattern.index_sets()
     like = pattern.values.detach()
+    dt = autocast_dtype(a)
+    if dt is not None:  # under torch.autocast: the operands and the result in its dtype
+        a, b, like = autocast_cast(dt, a), autocast_cast(dt, b), autocast_cast(dt, like)
     if _needs_graph(a, b):
         vals = _sdd_op(a, b, like, *index, rows, cols)
     else:

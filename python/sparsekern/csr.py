@@ -25,7 +25,8 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_tensor, dtype_name, outside_graph_pools, stream_of
+from ._core import (as_dlpack, autocast_cast, autocast_dtype, check_backend, check_tensor, dtype_name,
+                    outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
 
@@ -639,6 +640,9 @@ def csr_matmul(a, b: torch.Tensor) -> torch.Tensor:
     """
     crow, col, values, rows, cols = _components(a, "a")
     check_tensor("b", b, min_dim=2)
+    dt = autocast_dtype(b)
+    if dt is not None:  # under torch.autocast: both operands in its dtype, as torch.matmul
+        values, b = autocast_cast(dt, values), autocast_cast(dt, b)
     batch = b.shape[:-2]
     b3 = b.reshape(-1, *b.shape[-2:]) if b.dim() > 3 else b
     if _needs_graph(values, b):
@@ -660,6 +664,9 @@ def csr_sddmm(x: torch.Tensor, y: torch.Tensor, pattern):
     check_tensor("y", y, min_dim=2)
     if x.dim() != 2 or y.dim() != 2:
         raise ValueError(f"`x` and `y` must be 2-D; got {tuple(x.shape)} and {tuple(y.shape)}")
+    dt = autocast_dtype(x)
+    if dt is not None:  # under torch.autocast: both operands in its dtype
+        x, y = autocast_cast(dt, x), autocast_cast(dt, y)
     if _needs_graph(x, y):
         values = _csr_sddmm_op(crow, col, rows, cols, x, y)
     else:
@@ -731,13 +738,17 @@ class SparseLinear(nn.Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`input` must have {self.in_features} features in its last dim; got shape {tuple(x.shape)}")
         lead = x.shape[:-1]
+        values, bias = self.values, self.bias
+        dt = autocast_dtype(x)
+        if dt is not None:  # under torch.autocast: x, the values and the bias in its dtype, as F.linear
+            x, values, bias = autocast_cast(dt, x), autocast_cast(dt, values), autocast_cast(dt, bias)
         x2 = x.reshape(-1, self.in_features)
         # y = x·Wᵀ = (W·xᵀ)ᵀ: xᵀ is a column-major view of x and the op writes W·xᵀ column-major,
         # so y comes out row-major and nothing is copied.
-        args = (self.crow_indices, self.col_indices, self.values, self.out_features, self.in_features, x2.mT, False, True)
-        y = _csr_mm_op(*args) if _needs_graph(self.values, x2) else _csr_mm_impl(*args)
-        if self.bias is not None:
-            y = y + self.bias
+        args = (self.crow_indices, self.col_indices, values, self.out_features, self.in_features, x2.mT, False, True)
+        y = _csr_mm_op(*args) if _needs_graph(values, x2) else _csr_mm_impl(*args)
+        if bias is not None:
+            y = y + bias
         return y.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:

@@ -78,8 +78,8 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, check_backend,
-                    check_same, check_tensor, cublas_workspace)
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_cast,
+                    autocast_dtype, check_backend, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
 
@@ -560,6 +560,9 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
     if isinstance(factors, nn.ParameterList):
         factors = list(factors)
     if isinstance(factors, (list, tuple)) and factors and isinstance(x, torch.Tensor):
+        dt = autocast_dtype(x)
+        if dt is not None:  # under torch.autocast: x and the factors in its dtype, as torch.matmul
+            x, factors = autocast_cast(dt, x), [autocast_cast(dt, f) for f in factors]
         return _dispatch(x, factors)
     return _forward(x, factors)  # raises the argument error
 
@@ -672,7 +675,10 @@ class KronLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = kron_matmul(x, self.factors)
-        return y + self.bias if self.bias is not None else y
+        if self.bias is None:
+            return y
+        # Under torch.autocast y is in its dtype; the bias follows (nn.Linear's output dtype).
+        return y + (self.bias if autocast_dtype(x) is None else autocast_cast(y.dtype, self.bias))
 
     @property
     def weight(self) -> torch.Tensor:

@@ -76,7 +76,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_tensor, dtype_name, outside_graph_pools, stream_of
+from ._core import (as_dlpack, autocast_cast, autocast_dtype, check_backend, check_tensor, dtype_name,
+                    outside_graph_pools, stream_of)
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
 
@@ -844,12 +845,26 @@ class SemiStructuredLinear(nn.Module):
         self.register_buffer("mask", mask)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight, bias = self.weight, self.bias
+        dt = autocast_dtype(x) if isinstance(x, torch.Tensor) else None
+        if dt is not None:  # under torch.autocast (F.linear's policy: the operands in its dtype)
+            if weight.dtype is not dt:
+                # A weight of another dtype (fp32 parameters of mixed-precision training) would be
+                # cast, compressed and planned again at every call: the dense masked product through
+                # torch's autocast instead (2:4 kernels run where the layer is in fp16 / bf16).
+                return F.linear(x, weight * self.mask, bias)
+            x = autocast_cast(dt, x)
+            if bias is not None and bias.dtype is not dt:  # a cast bias is a new tensor per call:
+                return self._product(x, weight, None) + bias.to(dt)  # not fused (plans key on it)
+        return self._product(x, weight, bias)
+
+    def _product(self, x, weight, bias):
         if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (
-                x.requires_grad or self.weight.requires_grad or (self.bias is not None and self.bias.requires_grad))):
-            return _semi_linear_op(x, self.weight, self.mask, self.bias)
+                x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))):
+            return _semi_linear_op(x, weight, self.mask, bias)
         # Outside autograd and compile, the output may be a strided view (SPARSEKERN_SEMI_OUTPUT); the
         # custom op always returns a contiguous tensor, the layout its fake implementation promises.
-        return _semi_linear_impl(x, self.weight, self.mask, self.bias, strided_ok=_strided_output())
+        return _semi_linear_impl(x, weight, self.mask, bias, strided_ok=_strided_output())
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, sparsity=2:4"
