@@ -466,7 +466,9 @@ def _autograd_backward(ctx, grad):
     x, *factors = ctx.saved_tensors
     need_x, need_f = ctx.needs_input_grad
     needs = [bool(need_x)] + [bool(n) for n in need_f]
-    if _steps_wanted(x, factors):  # torch ops: traced as they are under torch.compile
+    # torch ops: traced as they are under torch.compile, and differentiable again (create_graph,
+    # where the native backward op has no autograd formula of its own)
+    if _steps_wanted(x, factors) or torch.is_grad_enabled():
         gx, *gfs = _backward_steps(x, factors, grad, needs)
         return gx, gfs
     res = _kron_backward_op(x, factors, grad, needs)
@@ -500,11 +502,11 @@ class _KronFunction(torch.autograd.Function):
     def backward(ctx, grad):
         x, *factors = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        if _steps_wanted(x, factors):  # torch ops: differentiable, so create_graph needs no custom op
+        # torch ops where asked for, and under create_graph (a double backward: gradient penalties,
+        # Hessian-vector products), where they are differentiable; the native backward op has no
+        # autograd formula of its own (it raised "no autograd formula was registered" there)
+        if _steps_wanted(x, factors) or torch.is_grad_enabled():
             return tuple(_backward_steps(x, factors, grad, needs))
-        if torch.is_grad_enabled():  # create_graph: the recorded path, as before
-            res = _kron_backward_op(x, factors, grad, list(needs))
-            return tuple(g if n else None for g, n in zip(res, needs))
         return tuple(_backward(x, factors, grad, needs, ctx.kron_states))
 
 

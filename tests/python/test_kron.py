@@ -1699,3 +1699,24 @@ def test_compile_reduce_overhead():
         assert rel_error(y, y_e) <= 1e-5
         for a, w in zip(got, want):
             assert rel_error(a, w) <= 1e-5
+
+
+@pytest.mark.parametrize("batch,shapes", [(3, [(2, 3), (3, 2)]), (2, [(3, 2), (1, 2), (2, 3)]),
+                                          (4, [(4, 4), (4, 4)])])
+def test_double_backward(device, batch, shapes):
+    """create_graph through the default (native) backward: gradgradcheck in float64, and a gradient
+    penalty's gradient against the same built from kron_reference (the backward then runs the
+    step-wise torch ops, which are differentiable; the native backward op has no formula)."""
+    x, fs = _make(batch, shapes, torch.float64, device, grad=True)
+    fn = lambda x, *fs: kron_matmul(x, list(fs))  # noqa: E731
+    assert torch.autograd.gradgradcheck(fn, (x, *fs))
+    layer = KronLinear(shapes, device=device, dtype=torch.float64)
+    xg = x.detach().clone().requires_grad_()
+    gx, = torch.autograd.grad(layer(xg).square().sum(), xg, create_graph=True)
+    got = torch.autograd.grad(gx.square().sum(), list(layer.factors))
+    x6 = x.detach().clone().requires_grad_()
+    gx6, = torch.autograd.grad((kron_reference(x6, list(layer.factors)) + layer.bias).square().sum(), x6,
+                               create_graph=True)
+    want = torch.autograd.grad(gx6.square().sum(), list(layer.factors))
+    for a, w in zip(got, want):
+        assert rel_error(a, w) <= 1e-10
