@@ -1819,6 +1819,19 @@ def test_patcher_roberta(device):
     out = model(input_ids=ids).last_hidden_state[:, 0]
     torch.nn.functional.mse_loss(out, target).backward()
     opt.step()
+    # Mixed precision (torch.autocast with the fp32 parameters, bf16 activations between the
+    # patched layers and the autocast nn.Linear ones): the model keeps training.
+    amp = []
+    for _ in range(4):
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            out = model(input_ids=ids).last_hidden_state[:, 0]
+        loss = torch.nn.functional.mse_loss(out.float(), target)
+        opt.zero_grad()
+        loss.backward()
+        assert all(model.get_submodule(n).weight.grad.dtype == torch.float32 for n in names)
+        opt.step()
+        amp.append(loss.item())
+    assert amp[-1] < amp[0]
 
 
 def test_patcher_bad_patterns():
