@@ -54,3 +54,24 @@ def run_python(code: str, timeout: float = 120, **env) -> subprocess.CompletedPr
     full["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=timeout)
 
+
+
+def capture_graph(fn, warmups: int = 2):
+    """(graph, outputs): `fn` warmed up `warmups` times on a side stream (as torch.cuda.graph wants),
+    then captured into a torch.cuda.CUDAGraph whose replays rewrite `outputs`. Also checks that the
+    capture left the per-stream caches alone (a cache keeping a buffer from the graph's pool is what
+    torch.compile's mode="reduce-overhead" refuses; see sparsekern._core)."""
+    from . import _core
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmups):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    cached = (dict(_core._workspaces), dict(_core._tile_counters))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outputs = fn()
+    assert (_core._workspaces, _core._tile_counters) == cached, "a per-stream cache kept a buffer of the graph's pool"
+    return graph, outputs

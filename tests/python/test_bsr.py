@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import sparsekern
-from sparsekern import BlockSparseLinear, BlockSparseMatrix, BlockSparseModelPatcher, _C, _core, bsr
-from sparsekern.testing import rel_error, run_python, tolerance
+from sparsekern import BlockSparseLinear, BlockSparseMatrix, BlockSparseModelPatcher, _C, bsr
+from sparsekern.testing import capture_graph, rel_error, run_python, tolerance
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16]
 # "tf32": fp32 with torch.backends.cuda.matmul.allow_tf32 on (the tensor-core path on CUDA).
@@ -455,19 +455,9 @@ def test_linear_cuda_graph_capture(case, monkeypatch):
         y = layer(x)
         return (y, *torch.autograd.grad(y, params, go))
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the default stream, as torch.cuda.graph wants
-        for _ in range(2):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    cached = (dict(_core._workspaces), dict(_core._tile_counters))
-    with torch.cuda.graph(graph):
-        outs = step()
-    # No per-stream cache keeps a buffer allocated in the graph's pool (torch.compile's
-    # mode="reduce-overhead" refuses graphs with such allocations: test_compile_reduce_overhead).
-    assert (_core._workspaces, _core._tile_counters) == cached
+    # capture_graph also checks that no per-stream cache kept a buffer of the graph's pool
+    # (torch.compile's mode="reduce-overhead" refuses such graphs: test_compile_reduce_overhead).
+    graph, outs = capture_graph(step)
 
     dense_w = layer.to_dense_linear().weight.detach().double()
     rows, cols = layer.block_row_indices.long(), layer.block_col_indices.long()
