@@ -179,3 +179,29 @@ diag_bsr_sanitize() {
     -p no:cacheprovider -m cuda -k "$3" > $OUT/san_$4.txt 2>&1
   echo "$2 ($3): $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $OUT/san_$4.txt | tail -1) | $(tail -1 $OUT/san_$4.txt)"
 }
+# diag_bsr_halves_start LIMIT: every bsr CUDA test, the two halves of the collected ids as two
+# background processes on the one GPU (the tests are mostly host-bound), into
+# $OUT/bsr_tests_half{1,2}.txt; the caller waits, then diag_bsr_halves_report prints them.
+diag_bsr_halves_start() {
+  python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda --collect-only 2>/dev/null | grep "::" | sed "s|^|$R/|;s|^$R/$R/|$R/|" > /tmp/ids.txt
+  local n h k
+  n=$(wc -l < /tmp/ids.txt); h=$(( (n + 1) / 2 ))
+  sed -n "1,${h}p" /tmp/ids.txt > /tmp/h1.txt; sed -n "$((h + 1)),${n}p" /tmp/ids.txt > /tmp/h2.txt
+  echo "$n bsr cuda tests"
+  for k in 1 2; do
+    timeout $(cap $1) python3 -m pytest -q -p no:cacheprovider $(cat /tmp/h$k.txt) > $OUT/bsr_tests_half$k.txt 2>&1 &
+  done
+}
+diag_bsr_halves_report() {
+  local k
+  for k in 1 2; do echo "bsr half $k: $(tail -1 $OUT/bsr_tests_half$k.txt)"; grep -E "^FAILED|^ERROR" $OUT/bsr_tests_half$k.txt | head -5; done
+}
+# diag_cuda_tests LIMIT NAME KEXPR FILE...: the CUDA tests of FILEs (under tests/python) matching
+# KEXPR into $OUT/NAME.txt, their count and the first failures.
+diag_cuda_tests() {
+  local limit=$1 name=$2 kexpr=$3; shift 3
+  timeout $(cap $limit) python3 -m pytest $(printf "$R/tests/python/%s " "$@") -q -p no:cacheprovider -m cuda \
+    -k "$kexpr" > $OUT/$name.txt 2>&1
+  echo "$name: $(tail -1 $OUT/$name.txt)"
+  grep -E "^FAILED|^E  " $OUT/$name.txt | head -10
+}

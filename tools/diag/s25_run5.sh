@@ -5,10 +5,7 @@
 # reduce-overhead tests, then every dense and kron CUDA test and the bsr layer tests.
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
-timeout $(cap 200) python3 -m pytest $R/tests/python/test_dense.py $R/tests/python/test_kron.py $R/tests/python/test_bsr.py \
-  -q -p no:cacheprovider -m cuda -k "cuda_graph or reduce_overhead" > $OUT/capture_tests.txt 2>&1
-echo "capture/compile tests: $(tail -1 $OUT/capture_tests.txt)"
-grep -E "^FAILED|^E  " $OUT/capture_tests.txt | head -10
+diag_cuda_tests 200 capture_tests "cuda_graph or reduce_overhead" test_dense.py test_kron.py test_bsr.py
 timeout $(cap 330) python3 -m pytest $R/tests/python/test_dense.py $R/tests/python/test_kron.py $R/tests/python/test_inplace.py -q -p no:cacheprovider -m cuda > $OUT/dk_tests.txt 2>&1 &
 timeout $(cap 330) python3 -m pytest $R/tests/python/test_bsr.py -q -p no:cacheprovider -m cuda -k "linear or bias or capture or graph or stream" > $OUT/bsr_tests.txt 2>&1 &
 wait
