@@ -92,6 +92,13 @@ def autocast_cast(dtype, t):
     return t
 
 
+def autocast_args(ref: torch.Tensor, *ts) -> tuple:
+    """`ts` as torch.autocast casts a matmul's operands when it is on for `ref`'s device type
+    (autocast_cast each), else `ts` unchanged: one line at each entry point."""
+    dt = autocast_dtype(ref)
+    return ts if dt is None else tuple(autocast_cast(dt, t) for t in ts)
+
+
 def _raw_stream_fallback(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
@@ -106,7 +113,8 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _raw_stream_fallbac
 # mode="reduce-overhead" then refuses the graph: "tensor(s) in the cudagraph pool not tracked as
 # outputs"; a plain torch.cuda.graph would keep the pool's memory as long as the cache):
 #   - during a capture (the current stream capturing) nothing is cached: the call gets a buffer of
-#     its own from the graph's pool, freed when the call returns;
+#     its own from the graph's pool, freed when the call returns (torch forbids allocating from
+#     another thread then, so outside_graph_pools runs fn in the caller's thread);
 #   - otherwise the buffer is allocated by a short-lived helper thread on the same stream: torch
 #     routes every allocation of a *thread* to the graph pool while it warms up a CUDA-graph tree
 #     (torch._inductor's cudagraph_trees), which a lazily created cache entry would otherwise
@@ -122,10 +130,10 @@ def _capturing() -> bool:
 def outside_graph_pools(device: torch.device, fn):
     """fn()'s result, computed by a short-lived helper thread on the caller's current stream of
     `device` (see above: what fn allocates then comes from torch's ordinary pool even while this
-    thread warms up a CUDA-graph tree). For the tensors that a cache keeps; the caller makes sure
-    no capture is under way (torch forbids allocating from another thread during one). CPU
-    devices: fn() here."""
-    if device.type != "cuda":
+    thread warms up a CUDA-graph tree). For the tensors that a cache keeps. CPU devices, and a
+    capture under way (torch forbids allocating from another thread during one; the caller must
+    not cache what fn makes then): fn() here."""
+    if device.type != "cuda" or _capturing():
         return fn()
     import threading
 
@@ -167,13 +175,10 @@ def _stream_buffer(cache: dict, t: torch.Tensor, stream: int, nbytes: int, fill=
     key = (t.get_device(), stream)
     ws = cache.get(key)
     if ws is None:
-        if _capturing():
-            buf = torch.empty(nbytes, dtype=torch.uint8, device=t.device)
-            if fill is not None:
-                buf.fill_(fill)
-            return (buf.data_ptr(), nbytes, buf)
         buf = persistent_buffer(nbytes, t.device, fill)  # `stream` is the current one
-        ws = cache[key] = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
+        ws = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
+        if not _capturing():
+            cache[key] = ws
     return ws
 
 

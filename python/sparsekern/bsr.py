@@ -31,8 +31,7 @@ import torch
 
 from . import _C
 from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _tile_counters, _to_dlpack, as_dlpack,
-                    autocast_cast, autocast_dtype, check_backend, dtype_name, persistent_buffer, stream_of,
-                    tile_counter)
+                    autocast_args, check_backend, dtype_name, persistent_buffer, stream_of, tile_counter)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -1033,9 +1032,7 @@ def _dds_batched(x, values, index, rows, cols, transpose, bias):
     leading batch dims: the body of :func:`dds` and of ``BlockSparseLinear.forward`` (which calls
     it directly, without building a matrix view per call)."""
     _check_float("x", x)
-    dt = autocast_dtype(x)
-    if dt is not None:  # under torch.autocast: x, the blocks and the bias in its dtype, as F.linear
-        x, values, bias = autocast_cast(dt, x), autocast_cast(dt, values), autocast_cast(dt, bias)
+    x, values, bias = autocast_args(x, x, values, bias)  # under torch.autocast: in its dtype, as F.linear
     nd = x.dim()
     if nd == 2:
         a = x
@@ -1059,10 +1056,7 @@ def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:
     _check_float("x", x)
     rows, cols = s._storage_shape
     index = s.index_sets()
-    values = s.values
-    dt = autocast_dtype(x)
-    if dt is not None:  # under torch.autocast: both operands in its dtype
-        values, x = autocast_cast(dt, values), autocast_cast(dt, x)
+    values, x = autocast_args(x, s.values, x)  # under torch.autocast: both in its dtype
     if _needs_graph(values, x):
         return _dsd_op(values, *index, rows, cols, s.transposed, x)
     return _dsd_impl(values, index, rows, cols, s.transposed, x)
@@ -1079,9 +1073,7 @@ def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSp
     rows, cols = pattern._storage_shape
     index = pattern.index_sets()
     like = pattern.values.detach()
-    dt = autocast_dtype(a)
-    if dt is not None:  # under torch.autocast: the operands and the result in its dtype
-        a, b, like = autocast_cast(dt, a), autocast_cast(dt, b), autocast_cast(dt, like)
+    a, b, like = autocast_args(a, a, b, like)  # under torch.autocast: operands and result in its dtype
     if _needs_graph(a, b):
         vals = _sdd_op(a, b, like, *index, rows, cols)
     else:

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (as_dlpack, autocast_cast, autocast_dtype, check_backend, check_tensor, dtype_name,
+from ._core import (as_dlpack, autocast_args, check_backend, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -153,7 +153,7 @@ class _Pattern:
                 crow_t[1:] = torch.cumsum(torch.bincount(j, minlength=self.cols), 0)
                 return crow_t.to(crow.dtype), row_of[perm].to(crow.dtype).contiguous(), perm
 
-            self._transposed = _kept(crow.device, make)
+            self._transposed = outside_graph_pools(crow.device, make)
         return self._transposed
 
     def indices(self):
@@ -163,8 +163,8 @@ class _Pattern:
             return self.crow, self.col
         if self._device_indices is None:
             if self.col.numel() <= _INT32_MAX and self.cols <= _INT32_MAX:
-                self._device_indices = _kept(self.crow.device,
-                                             lambda: (self.crow.to(torch.int32), self.col.to(torch.int32)))
+                self._device_indices = outside_graph_pools(
+                    self.crow.device, lambda: (self.crow.to(torch.int32), self.col.to(torch.int32)))
             else:
                 self._device_indices = (self.crow, self.col)
         return self._device_indices
@@ -236,21 +236,11 @@ def _pattern(crow, col, rows: int, cols: int, *, trusted: bool = False) -> _Patt
     return p
 
 
-def _kept(device: torch.device, fn):
-    """fn()'s tensors for this module's caches: made outside any CUDA-graph pool (see
-    _core.outside_graph_pools), except during a capture, where nothing may allocate from another
-    thread (plans are made before one in practice: their autotuning synchronises, which a capture
-    does not allow)."""
-    if device.type == "cuda" and not torch.cuda.is_current_stream_capturing():
-        return outside_graph_pools(device, fn)
-    return fn()
-
-
 def _workspace(nbytes: int, device: torch.device):
     if nbytes == 0:
         return None
     _stats["workspace_allocations"] += 1
-    return _kept(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
+    return outside_graph_pools(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
 
 
 def csr_plan_stats() -> dict:
@@ -640,9 +630,7 @@ def csr_matmul(a, b: torch.Tensor) -> torch.Tensor:
     """
     crow, col, values, rows, cols = _components(a, "a")
     check_tensor("b", b, min_dim=2)
-    dt = autocast_dtype(b)
-    if dt is not None:  # under torch.autocast: both operands in its dtype, as torch.matmul
-        values, b = autocast_cast(dt, values), autocast_cast(dt, b)
+    values, b = autocast_args(b, values, b)  # under torch.autocast: both in its dtype, as torch.matmul
     batch = b.shape[:-2]
     b3 = b.reshape(-1, *b.shape[-2:]) if b.dim() > 3 else b
     if _needs_graph(values, b):
@@ -664,9 +652,7 @@ def csr_sddmm(x: torch.Tensor, y: torch.Tensor, pattern):
     check_tensor("y", y, min_dim=2)
     if x.dim() != 2 or y.dim() != 2:
         raise ValueError(f"`x` and `y` must be 2-D; got {tuple(x.shape)} and {tuple(y.shape)}")
-    dt = autocast_dtype(x)
-    if dt is not None:  # under torch.autocast: both operands in its dtype
-        x, y = autocast_cast(dt, x), autocast_cast(dt, y)
+    x, y = autocast_args(x, x, y)  # under torch.autocast: both in its dtype
     if _needs_graph(x, y):
         values = _csr_sddmm_op(crow, col, rows, cols, x, y)
     else:
@@ -738,10 +724,8 @@ class SparseLinear(nn.Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`input` must have {self.in_features} features in its last dim; got shape {tuple(x.shape)}")
         lead = x.shape[:-1]
-        values, bias = self.values, self.bias
-        dt = autocast_dtype(x)
-        if dt is not None:  # under torch.autocast: x, the values and the bias in its dtype, as F.linear
-            x, values, bias = autocast_cast(dt, x), autocast_cast(dt, values), autocast_cast(dt, bias)
+        # under torch.autocast: x, the values and the bias in its dtype, as F.linear
+        x, values, bias = autocast_args(x, x, self.values, self.bias)
         x2 = x.reshape(-1, self.in_features)
         # y = x·Wᵀ = (W·xᵀ)ᵀ: xᵀ is a column-major view of x and the op writes W·xᵀ column-major,
         # so y comes out row-major and nothing is copied.

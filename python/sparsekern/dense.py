@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_cast,
-                    autocast_dtype, check_backend, check_same, check_tensor, cublas_workspace)
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+                    check_backend, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["matmul", "matmul_transb"]
 
@@ -235,10 +235,8 @@ _grad_enabled = torch.is_grad_enabled
 
 
 def _dispatch(a, b, transb: bool):
-    if isinstance(a, torch.Tensor):
-        dt = autocast_dtype(a)
-        if dt is not None:  # under torch.autocast: both operands in its dtype, as torch.matmul
-            a, b = autocast_cast(dt, a), autocast_cast(dt, b)
+    if isinstance(a, torch.Tensor):  # under torch.autocast: both operands in its dtype, as torch.matmul
+        a, b = autocast_args(a, a, b)
     if _is_compiling():
         return _matmul_op(a, b, transb)
     if _grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):

@@ -78,8 +78,8 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_cast,
-                    autocast_dtype, check_backend, check_same, check_tensor, cublas_workspace)
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+                    check_backend, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
 
@@ -562,9 +562,7 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
     if isinstance(factors, nn.ParameterList):
         factors = list(factors)
     if isinstance(factors, (list, tuple)) and factors and isinstance(x, torch.Tensor):
-        dt = autocast_dtype(x)
-        if dt is not None:  # under torch.autocast: x and the factors in its dtype, as torch.matmul
-            x, factors = autocast_cast(dt, x), [autocast_cast(dt, f) for f in factors]
+        x, *factors = autocast_args(x, x, *factors)  # under torch.autocast: in its dtype, as torch.matmul
         return _dispatch(x, factors)
     return _forward(x, factors)  # raises the argument error
 
@@ -679,8 +677,8 @@ class KronLinear(nn.Module):
         y = kron_matmul(x, self.factors)
         if self.bias is None:
             return y
-        # Under torch.autocast y is in its dtype; the bias follows (nn.Linear's output dtype).
-        return y + (self.bias if autocast_dtype(x) is None else autocast_cast(y.dtype, self.bias))
+        bias, = autocast_args(x, self.bias)  # under torch.autocast in its dtype, as y (nn.Linear's output)
+        return y + bias
 
     @property
     def weight(self) -> torch.Tensor:

@@ -266,7 +266,7 @@ def _cached_for_weight(store: dict, weight: torch.Tensor, key: tuple, build):
     entry = store.get(id(weight))
     if entry is not None and entry.ref() is weight and entry.key == key:
         return entry.data
-    data = _kept(weight.device, build)
+    data = outside_graph_pools(weight.device, build)
     if weight.is_cuda and _capturing():
         # A cache miss while a graph records: the graph runs the build at every replay, and its
         # result lives in the graph's pool, where no cache may keep it.
@@ -707,22 +707,11 @@ def _clear() -> None:
         _masked.clear()
 
 
-def _kept(device, fn):
-    """fn()'s tensors for this module's caches (compressed weights, plan workspaces): made outside
-    any CUDA-graph pool (_core.outside_graph_pools: a CUDA-graph tree's warm-up routes this
-    thread's allocations to its pool), except during a capture (no allocation from another thread
-    then)."""
-    device = torch.device(device)
-    if device.type == "cuda" and not _capturing():
-        return outside_graph_pools(device, fn)
-    return fn()
-
-
 def _alloc(nbytes: int, device):
     if not nbytes:
         return None
     _stats["workspace_allocations"] += 1
-    return _kept(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
+    return outside_graph_pools(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
 
 
 # --------------------------------------------------------------------------------------------
