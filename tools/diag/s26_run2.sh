@@ -5,8 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
 diag_stk
-diag_bsr_bench 330
+diag_bsr_bench 420
 head -3 $OUT/bsr_summary.txt; tail -4 $OUT/bsr_summary.txt
-diag_kron_bench 580
+diag_kron_bench 585
 python3 -m sparsekern.bench.kron $OUT/kron.json > $OUT/kron_summary.txt 2>&1; tail -13 $OUT/kron_summary.txt
 echo "total $((SECONDS - T0))s"
