@@ -59,6 +59,22 @@ _dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
 # instead of a separate pass over ∂ℓ/∂y; SPARSEKERN_BSR_FUSED_BIAS_GRAD=0 (or False here) takes the
 # separate pass (_column_sums), for comparisons.
 _fused_bias_grad = os.environ.get("SPARSEKERN_BSR_FUSED_BIAS_GRAD", "1") != "0"
+# Opt-in (SPARSEKERN_BSR_CONCURRENT_GRADS=1, or True here): while a CUDA graph is being captured,
+# the eager backward of dds (BlockSparseLinear's) runs the weight (and bias) gradient on a side
+# stream forked from the capturing one and joined back: the two gradients are independent, so the
+# graph gets them as parallel branches, which the GPU runs side by side (a persistent kernel's last
+# wave, or a write-bound input gradient, leaves SMs to the other). H100, 8192-row layers, graph µs
+# per backward in order → concurrent (session 26, tools/diag/bsr_concurrent_grads.py): bf16
+# 3072 → 768 b = 128 d = 0.1 57.3 → 51.9 (65.6 → 54.1 with the bias), 4096 → 4096 b = 64 d = 0.25
+# 412 → 394, b = 128 d = 0.5 508 → 487, TF32 b = 128 d = 0.1 453 → 431-437; input and weight
+# gradients bit-identical. Not the default: under compute-sanitizer a capture whose backward was
+# the process's first work on torch's autograd thread failed ("operation would make the legacy
+# stream depend on a capturing blocking stream"; session 26, call 12), not understood yet. Never
+# outside a capture: launched one after the other from the host, the side stream's persistent
+# kernel held every SM before the input gradient's was launched (no overlap) and the fork and join
+# added host time: eager backwards got slower (bf16 b = 128 d = 0.5 482-512 → 615-621 µs, 768 →
+# 3072 d = 0.1 175-219 → 340; tools/diag/bsr_concurrent_eager.py).
+_concurrent_grads = os.environ.get("SPARSEKERN_BSR_CONCURRENT_GRADS", "0") == "1"
 _INT32 = torch.int32
 _FLOAT32 = torch.float32
 
@@ -886,6 +902,9 @@ def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, ne
         return _sdd_op(x, y, like, *idx, *rest) if differentiable else _sdd_impl(x, y, like, idx, *rest, True)
 
     index = tuple(index)
+    if (need_a and need_v and not differentiable and grad.is_cuda and _concurrent_grads
+            and not torch.compiler.is_compiling() and torch.cuda.is_current_stream_capturing()):
+        return _dds_grads_concurrent(grad, a, values, index, rows, cols, transpose, need_bias)
     ga = dds_(grad, values, index, rows, cols, not transpose, None) if need_a else None
     gv = gbias = None
     if need_v and need_bias and transpose and not differentiable and _fused_bias_grad:
@@ -897,6 +916,46 @@ def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, ne
         gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
     if need_bias and gbias is None:
         gbias = grad.sum(0) if differentiable else _column_sums(grad)
+    return ga, gv, gbias
+
+
+# The side streams of _dds_grads_concurrent: one per (device, user stream).
+_side_streams: dict = {}
+
+
+def _side_stream(device: torch.device) -> torch.cuda.Stream:
+    """The side stream of the current stream of `device` (one per user stream, so that two user
+    streams never wait on each other's side work)."""
+    key = (device.index, _raw_stream(device.index))
+    s = _side_streams.get(key)
+    if s is None:
+        s = _side_streams[key] = torch.cuda.Stream(device)
+    return s
+
+
+def _dds_grads_concurrent(grad, a, values, index, rows, cols, transpose, need_bias):
+    """_dds_grads' kernels for need_a and need_v while a CUDA graph is captured: the weight (and
+    bias) gradient on the side stream, the input gradient on the current (capturing) one."""
+    cur = torch.cuda.current_stream(grad.device)
+    side = _side_stream(grad.device)
+    side.wait_stream(cur)  # grad, a and values are ready
+    gbias = None
+    with torch.cuda.stream(side):
+        if need_bias and transpose and _fused_bias_grad:
+            gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums="fused")
+        elif transpose:
+            gv = _sdd_impl(grad.t(), a, values, index, rows, cols, True)
+        else:
+            gv = _sdd_impl(a.t(), grad, values, index, rows, cols, True)
+        if need_bias and gbias is None:
+            gbias = _column_sums(grad)
+    ga = _dds_impl(grad, values, index, rows, cols, not transpose, None, True)
+    cur.wait_stream(side)
+    # Made on the side stream, used on the current one: the allocator must not hand their memory
+    # to the side stream again before the current stream is done with them.
+    gv.record_stream(cur)
+    if gbias is not None:
+        gbias.record_stream(cur)
     return ga, gv, gbias
 
 

@@ -477,6 +477,74 @@ def test_linear_cuda_graph_capture(case, monkeypatch):
         assert rel_error(gb, god.sum(0)) <= t
 
 
+_CONCURRENT_CASES = [("bf16-b32-bias", torch.bfloat16, 32, 0.3, 129, 256, 192, True),
+                     ("bf16-b128-nobias", torch.bfloat16, 128, 0.25, 300, 512, 384, False),
+                     ("fp16-b64-bias", torch.float16, 64, 0.5, 7, 384, 256, True),
+                     ("tf32-b64-bias", "tf32", 64, 0.2, 257, 512, 256, True),
+                     ("fp32-b16-bias", torch.float32, 16, 0.4, 33, 128, 96, True)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", _CONCURRENT_CASES, ids=[c[0] for c in _CONCURRENT_CASES])
+def test_linear_concurrent_grads(case, monkeypatch):
+    """With bsr._concurrent_grads (opt-in), a captured backward runs the weight and bias gradients on
+    a side stream of the capturing one: the graph's replays give the same input and weight
+    gradients, bit for bit, as the eager backward (kernels in order) and as a capture with the
+    switch off, the bias gradient to rounding, and the float64 results."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    _, dtype, block, density, m, k, n, bias = case
+    if dtype == "tf32":
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+        dtype = torch.float32
+    dev = torch.device("cuda")
+    torch.manual_seed(block + m)
+    layer = BlockSparseLinear(k, n, bias=bias, density=density, block_size=block, device=dev, dtype=dtype)
+    params = (layer.weight, layer.bias) if bias else (layer.weight,)
+    x = torch.randn(m, k, device=dev, dtype=dtype)
+    go = torch.randn(m, n, device=dev, dtype=dtype)
+
+    def step():
+        xg = x.clone().requires_grad_()
+        return torch.autograd.grad(layer(xg), (xg, *params), go)
+
+    forks = []
+    fork = bsr._dds_grads_concurrent
+    monkeypatch.setattr(bsr, "_dds_grads_concurrent", lambda *a: forks.append(1) or fork(*a))
+    monkeypatch.setattr(bsr, "_concurrent_grads", False)
+    in_order = step()
+    for concurrent in (False, True):
+        monkeypatch.setattr(bsr, "_concurrent_grads", concurrent)
+        forks.clear()
+        graph, outs = capture_graph(step)  # warm-up calls outside the capture, then the capture
+        assert len(forks) == (1 if concurrent else 0)  # only the captured call forks, when asked
+        for _ in range(2):
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(in_order[0], outs[0]) and torch.equal(in_order[1], outs[1])
+            if bias:  # the kernel's fused row sums, or (no workspace in a capture) torch's sum: rounding
+                assert rel_error(outs[2], in_order[2].double()) <= tol(dtype, dev)
+
+    dense_w = layer.to_dense_linear().weight.detach().double()
+    rows, cols = layer.block_row_indices.long(), layer.block_col_indices.long()
+    xd, god = x.double(), go.double()
+    t = tol(dtype, dev)
+    assert rel_error(outs[0], god @ dense_w) <= t
+    grid = (god.t() @ xd).reshape(n // block, block, k // block, block).permute(0, 2, 1, 3)
+    assert rel_error(outs[1], grid[rows, cols]) <= t
+    if bias:
+        assert rel_error(outs[2], god.sum(0)) <= t
+
+
+def test_concurrent_grads_switch():
+    """SPARSEKERN_BSR_CONCURRENT_GRADS: off unless set to 1 (read at import)."""
+    code = "from sparsekern import bsr; print(bsr._concurrent_grads)"
+    assert run_python(code, SPARSEKERN_BSR_CONCURRENT_GRADS="0").stdout.strip() == "False"
+    assert run_python(code, SPARSEKERN_BSR_CONCURRENT_GRADS="1").stdout.strip() == "True"
+    if "SPARSEKERN_BSR_CONCURRENT_GRADS" not in os.environ:  # the default
+        assert run_python(code).stdout.strip() == "False"
+
+
 def test_sdd_dense_workspace_query():
     """bsr_sdd_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name; on
     CUDA, 0 or room for the m × n product (+ cuBLAS's workspace; in TF32 + the smaller operand
