@@ -123,8 +123,9 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _raw_stream_fallbac
 
 
 def _capturing() -> bool:
-    """Whether the current CUDA stream is capturing a graph."""
-    return torch.cuda.is_current_stream_capturing()
+    """Whether the current CUDA stream is capturing a graph (False where CUDA was never initialised,
+    which is also where torch builds without CUDA would raise)."""
+    return torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
 
 
 def outside_graph_pools(device: torch.device, fn):
@@ -169,16 +170,14 @@ def persistent_buffer(nbytes: int, device: torch.device, fill=None) -> torch.Ten
     return outside_graph_pools(device, make)
 
 
-def _stream_buffer(cache: dict, t: torch.Tensor, stream: int, nbytes: int, fill=None) -> tuple:
-    """(pointer, bytes, tensor) of the buffer `cache` keeps for `t`'s device and `stream`, made on
-    first use (a per-call one during a capture; see above)."""
-    key = (t.get_device(), stream)
-    ws = cache.get(key)
-    if ws is None:
-        buf = persistent_buffer(nbytes, t.device, fill)  # `stream` is the current one
-        ws = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
-        if not _capturing():
-            cache[key] = ws
+def _new_stream_buffer(cache: dict, t: torch.Tensor, stream: int, nbytes: int, fill=None) -> tuple:
+    """(pointer, bytes, tensor) of a new buffer for `t`'s device and `stream` (the current one), kept
+    in `cache` unless a capture is under way (then the call's own; see above). Callers look `cache`
+    up first."""
+    buf = persistent_buffer(nbytes, t.device, fill)
+    ws = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
+    if not _capturing():
+        cache[(t.get_device(), stream)] = ws
     return ws
 
 
@@ -190,7 +189,7 @@ _workspaces: dict = {}
 def cublas_workspace(t: torch.Tensor, stream: int) -> tuple:
     """(pointer, bytes, tensor) of the cuBLAS workspace for `t`'s device and `stream` (CUDA)."""
     ws = _workspaces.get((t.get_device(), stream))
-    return ws if ws is not None else _stream_buffer(_workspaces, t, stream, _C.gemm_workspace_size(1, t.get_device()))
+    return ws if ws is not None else _new_stream_buffer(_workspaces, t, stream, _C.gemm_workspace_size(1, t.get_device()))
 
 
 # One block-sparse dds tile-counter buffer per (device, stream) (DdsParams::workspace): the
@@ -201,7 +200,7 @@ _tile_counters: dict = {}
 def tile_counter(t: torch.Tensor, stream: int) -> tuple:
     """(pointer, bytes, tensor) of the bsr dds tile counter for `t`'s device and `stream` (CUDA)."""
     ws = _tile_counters.get((t.get_device(), stream))
-    return ws if ws is not None else _stream_buffer(_tile_counters, t, stream, _C.bsr_dds_workspace_bytes(), fill=0)
+    return ws if ws is not None else _new_stream_buffer(_tile_counters, t, stream, _C.bsr_dds_workspace_bytes(), fill=0)
 
 
 def release_workspaces() -> None:

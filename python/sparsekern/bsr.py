@@ -30,8 +30,9 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _tile_counters, _to_dlpack, as_dlpack,
-                    autocast_args, check_backend, dtype_name, persistent_buffer, stream_of, tile_counter)
+from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
+                    as_dlpack, autocast_args, check_backend, dtype_name, persistent_buffer, stream_of,
+                    tile_counter)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -901,25 +902,32 @@ def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, ne
     def sdd_(x, y, like, idx, *rest):
         return _sdd_op(x, y, like, *idx, *rest) if differentiable else _sdd_impl(x, y, like, idx, *rest, True)
 
+    def weight_grads():
+        gv = gbias = None
+        if need_v and need_bias and transpose and not differentiable and _fused_bias_grad:
+            # y = x · Wᵀ + bias: the bias gradient Σ_rows ∂ℓ/∂y is the row sums of the weight
+            # gradient's first operand, ∂ℓ/∂yᵀ, which the HMMA sdd sums as it loads it
+            # (SddParams::a_row_sums); where another kernel runs the product, the GEMV below.
+            gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums="fused")
+        elif need_v:
+            gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
+        if need_bias and gbias is None:
+            gbias = grad.sum(0) if differentiable else _column_sums(grad)
+        return gv, gbias
+
     index = tuple(index)
     if (need_a and need_v and not differentiable and grad.is_cuda and _concurrent_grads
-            and not torch.compiler.is_compiling() and torch.cuda.is_current_stream_capturing()):
-        return _dds_grads_concurrent(grad, a, values, index, rows, cols, transpose, need_bias)
+            and not torch.compiler.is_compiling() and _capturing()):
+        gv, gbias = _on_side_stream(grad.device, weight_grads)
+        ga = dds_(grad, values, index, rows, cols, not transpose, None)
+        _join_side_stream(grad.device, (gv, gbias))
+        return ga, gv, gbias
     ga = dds_(grad, values, index, rows, cols, not transpose, None) if need_a else None
-    gv = gbias = None
-    if need_v and need_bias and transpose and not differentiable and _fused_bias_grad:
-        # y = x · Wᵀ + bias: the bias gradient Σ_rows ∂ℓ/∂y is the row sums of the weight
-        # gradient's first operand, ∂ℓ/∂yᵀ, which the HMMA sdd sums as it loads it
-        # (SddParams::a_row_sums); where another kernel runs the product, the GEMV below.
-        gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums="fused")
-    elif need_v:
-        gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
-    if need_bias and gbias is None:
-        gbias = grad.sum(0) if differentiable else _column_sums(grad)
+    gv, gbias = weight_grads()
     return ga, gv, gbias
 
 
-# The side streams of _dds_grads_concurrent: one per (device, user stream).
+# The side streams of _dds_grads' concurrent path: one per (device, user stream).
 _side_streams: dict = {}
 
 
@@ -933,30 +941,24 @@ def _side_stream(device: torch.device) -> torch.cuda.Stream:
     return s
 
 
-def _dds_grads_concurrent(grad, a, values, index, rows, cols, transpose, need_bias):
-    """_dds_grads' kernels for need_a and need_v while a CUDA graph is captured: the weight (and
-    bias) gradient on the side stream, the input gradient on the current (capturing) one."""
-    cur = torch.cuda.current_stream(grad.device)
-    side = _side_stream(grad.device)
-    side.wait_stream(cur)  # grad, a and values are ready
-    gbias = None
+def _on_side_stream(device: torch.device, fn):
+    """fn()'s result, its kernels enqueued on the side stream of the current stream of `device`
+    after what that stream holds so far (the operands are ready); _join_side_stream joins it back."""
+    side = _side_stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
-        if need_bias and transpose and _fused_bias_grad:
-            gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums="fused")
-        elif transpose:
-            gv = _sdd_impl(grad.t(), a, values, index, rows, cols, True)
-        else:
-            gv = _sdd_impl(a.t(), grad, values, index, rows, cols, True)
-        if need_bias and gbias is None:
-            gbias = _column_sums(grad)
-    ga = _dds_impl(grad, values, index, rows, cols, not transpose, None, True)
-    cur.wait_stream(side)
-    # Made on the side stream, used on the current one: the allocator must not hand their memory
-    # to the side stream again before the current stream is done with them.
-    gv.record_stream(cur)
-    if gbias is not None:
-        gbias.record_stream(cur)
-    return ga, gv, gbias
+        return fn()
+
+
+def _join_side_stream(device: torch.device, made) -> None:
+    """The current stream of `device` waits for its side stream; the tensors of `made` (made there,
+    used here) are recorded on the current stream, so that the allocator does not hand their memory
+    to the side stream again before the current stream is done with them."""
+    cur = torch.cuda.current_stream(device)
+    cur.wait_stream(_side_stream(device))
+    for t in made:
+        if t is not None:
+            t.record_stream(cur)
 
 
 # A ones vector per (device, dtype, stream) for _column_sums, grown to the largest row count seen.
@@ -974,7 +976,7 @@ def _column_sums(g: torch.Tensor) -> torch.Tensor:
     key = (g.get_device(), g.dtype, _raw_stream(g.get_device()))
     ones = _ones.get(key)
     if ones is None or ones.shape[0] < m:
-        if torch.cuda.is_current_stream_capturing():  # no allocation that outlives a capture
+        if _capturing():  # no allocation that outlives a capture
             return g.sum(0)
         # Like _core's per-stream buffers: allocated by a helper thread on this stream, so that a
         # CUDA-graph tree's warm-up (which routes this thread's allocations to its pool) does not

@@ -76,8 +76,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import (as_dlpack, autocast_cast, autocast_dtype, check_backend, check_tensor, dtype_name,
-                    outside_graph_pools, stream_of)
+from ._core import (_capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_tensor,
+                    dtype_name, outside_graph_pools, stream_of)
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
 
@@ -458,10 +458,6 @@ def _time_ms(fn, reps: int = 5) -> float:
 # the Y layout took 165 ms for fp16 8192x4096->4096 on an H200, 480x the dense 0.34 ms).
 _ABANDON_FACTOR = 3.0
 _TOL = 1e-2  # a wrong kernel is off by O(1); fp16/bf16 rounding of a correct one is far below this
-
-
-def _capturing() -> bool:
-    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
 def _error_text(e: BaseException) -> str:

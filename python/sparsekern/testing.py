@@ -55,7 +55,6 @@ def run_python(code: str, timeout: float = 120, **env) -> subprocess.CompletedPr
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=timeout)
 
 
-
 def capture_graph(fn, warmups: int = 2):
     """(graph, outputs): `fn` warmed up `warmups` times on a side stream (as torch.cuda.graph wants),
     then captured into a torch.cuda.CUDAGraph whose replays rewrite `outputs`. Also checks that the

@@ -509,8 +509,8 @@ def test_linear_concurrent_grads(case, monkeypatch):
         return torch.autograd.grad(layer(xg), (xg, *params), go)
 
     forks = []
-    fork = bsr._dds_grads_concurrent
-    monkeypatch.setattr(bsr, "_dds_grads_concurrent", lambda *a: forks.append(1) or fork(*a))
+    fork = bsr._on_side_stream
+    monkeypatch.setattr(bsr, "_on_side_stream", lambda *a: forks.append(1) or fork(*a))
     replays = []
     for concurrent in (False, True):
         monkeypatch.setattr(bsr, "_concurrent_grads", concurrent)
