@@ -23,7 +23,13 @@ void throw_cusparse_error(cusparseStatus_t st, const char* call, const char* fil
 
 DeviceGuard::DeviceGuard(int device) {
   SK_CUDA_TRY(cudaGetDevice(&previous_));
-  if (previous_ != device) SK_CUDA_TRY(cudaSetDevice(device));
+  // cudaGetDevice answers 0 on a thread that has no current context yet (torch's autograd
+  // threads, a fresh std::thread), and runtime calls bind one lazily, but driver calls such as
+  // cuTensorMapEncodeTiled do not: they fail with CUDA_ERROR_INVALID_CONTEXT. So a thread's first
+  // guard always calls cudaSetDevice, which makes the device's primary context current.
+  static thread_local bool context_bound = false;
+  if (previous_ != device || !context_bound) SK_CUDA_TRY(cudaSetDevice(device));
+  context_bound = true;
 }
 
 DeviceGuard::~DeviceGuard() {
