@@ -487,9 +487,9 @@ _CONCURRENT_CASES = [("bf16-b32-bias", torch.bfloat16, 32, 0.3, 129, 256, 192, T
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", _CONCURRENT_CASES, ids=[c[0] for c in _CONCURRENT_CASES])
 def test_linear_concurrent_grads(case, monkeypatch):
-    """With bsr._concurrent_grads (opt-in), a captured backward runs the weight and bias gradients on
-    a side stream of the capturing one: the graph's replays give the same input and weight
-    gradients, bit for bit, as the eager backward (kernels in order) and as a capture with the
+    """With bsr._concurrent_grads (the default), a captured backward runs the weight and bias
+    gradients on a side stream of the capturing one: the graph's replays give the same input and
+    weight gradients, bit for bit, as the eager backward (kernels in order) and as a capture with the
     switch off, the bias gradient to rounding, and the float64 results."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
@@ -543,12 +543,75 @@ def test_linear_concurrent_grads(case, monkeypatch):
 
 
 def test_concurrent_grads_switch():
-    """SPARSEKERN_BSR_CONCURRENT_GRADS: off unless set to 1 (read at import)."""
+    """SPARSEKERN_BSR_CONCURRENT_GRADS: on unless set to 0 (read at import)."""
     code = "from sparsekern import bsr; print(bsr._concurrent_grads)"
     assert run_python(code, SPARSEKERN_BSR_CONCURRENT_GRADS="0").stdout.strip() == "False"
     assert run_python(code, SPARSEKERN_BSR_CONCURRENT_GRADS="1").stdout.strip() == "True"
     if "SPARSEKERN_BSR_CONCURRENT_GRADS" not in os.environ:  # the default
-        assert run_python(code).stdout.strip() == "False"
+        assert run_python(code).stdout.strip() == "True"
+
+
+_FRESH_THREAD_CODE = r"""
+import threading, torch, sparsekern
+from torch.profiler import profile, ProfilerActivity
+torch.manual_seed(0)
+layer = sparsekern.BlockSparseLinear(1024, 1024, density=0.5, block_size=64, device="cuda", dtype=torch.bfloat16)
+x = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+go = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16)
+# Blocks of the sizes the calls below allocate, freed: the allocator hands them out again without a
+# cudaMalloc (which would bind a context to the calling thread).
+spare = [torch.empty_like(x) for _ in range(4)] + [torch.empty_like(layer.weight) for _ in range(4)]
+del spare
+with torch.no_grad():
+    want = layer(x)
+torch.cuda.synchronize()
+seen = []
+
+def names(fn):
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    events = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    seen.append(len(events))
+    return "|".join(sorted({n for n in events if "sparsekern" in n}))
+
+def backward():  # the first one in this process runs on a fresh autograd thread
+    xg = x.clone().requires_grad_()
+    torch.autograd.grad(layer(xg), (xg, layer.weight), go)
+
+got = {}
+def in_thread():
+    with torch.no_grad():
+        got["y"] = layer(x)
+print("THREAD", names(lambda: (lambda t: (t.start(), t.join()))(threading.Thread(target=in_thread))))
+print("MAIN", names(lambda: layer(x)))
+print("BWD1", names(backward))
+print("BWD2", names(backward))
+print("EQUAL", torch.equal(got["y"], want))
+print("KERNELS", min(seen))
+"""
+
+
+@pytest.mark.cuda
+def test_fresh_thread_takes_the_same_kernels():
+    """A thread whose first CUDA work is a sparsekern op (torch's autograd threads, a user's
+    threading.Thread taking cached memory) has no current CUDA context until something binds one;
+    the library's device guard binds it, so the sm_90a kernels' TMA descriptors encode there too
+    (before, such a call fell back to the SM80 kernels). Same kernels, same result: a forward in a
+    new thread against one on the main thread, the process's first backward (on the autograd thread)
+    against its second."""
+    if not (torch.cuda.is_available() and sparsekern.cuda_available()):
+        pytest.skip("needs CUDA")
+    out = run_python(_FRESH_THREAD_CODE, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(line.split(" ", 1) if " " in line else (line, "") for line in out.stdout.splitlines())
+    assert lines["EQUAL"] == "True"
+    if lines["KERNELS"] == "0":
+        pytest.skip("the profiler saw no kernels (it does not under compute-sanitizer)")
+    assert lines["THREAD"] == lines["MAIN"]
+    assert lines["BWD1"] == lines["BWD2"]
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert "::sm90::" in lines["MAIN"] and "::sm90::" in lines["BWD2"], (lines["MAIN"], lines["BWD2"])
 
 
 def test_sdd_dense_workspace_query():
