@@ -55,6 +55,9 @@ def run_python(code: str, timeout: float = 120, **env) -> subprocess.CompletedPr
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=timeout)
 
 
+_capture_streams: dict = {}  # capture_graph's capture stream per device
+
+
 def capture_graph(fn, warmups: int = 2):
     """(graph, outputs): `fn` warmed up `warmups` times on a side stream (as torch.cuda.graph wants),
     then captured into a torch.cuda.CUDAGraph whose replays rewrite `outputs`. Also checks that the
@@ -70,7 +73,14 @@ def capture_graph(fn, warmups: int = 2):
     torch.cuda.current_stream().wait_stream(side)
     cached = (dict(_core._workspaces), dict(_core._tile_counters))
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # The capture stream of the current device: torch.cuda.graph's own default is one stream per
+    # process, made on the device of the first capture, so a later capture on another GPU would run
+    # its kernels there and allocate on this device's legacy stream (a capture error).
+    device = torch.cuda.current_device()
+    stream = _capture_streams.get(device)
+    if stream is None:
+        stream = _capture_streams[device] = torch.cuda.Stream(device)
+    with torch.cuda.graph(graph, stream=stream):
         outputs = fn()
     assert (_core._workspaces, _core._tile_counters) == cached, "a per-stream cache kept a buffer of the graph's pool"
     return graph, outputs

@@ -166,3 +166,43 @@ def test_semi_structured_linear(dev, cur):
     w = (layer.weight * layer.mask).detach().double().cpu()
     ref = x.double().cpu() @ w.t() + layer.bias.detach().double().cpu()
     assert y.device == _on(dev) and rel_error(y.cpu(), ref) <= 1e-2
+
+
+@pytest.mark.parametrize("concurrent", [False, True], ids=["in-order", "concurrent"])
+def test_block_sparse_linear_captured_backward(concurrent, monkeypatch):
+    """A CUDA-graph capture of the layer's backward on cuda:1, then on cuda:0 (with
+    bsr._concurrent_grads the weight and bias gradients fork onto a side stream of that device's
+    capturing stream): the replays give the eager backward's input and weight gradients bit for bit,
+    the bias gradient to rounding, and the captured call forked once, onto a side stream of its own device."""
+    _two_gpus()
+    from sparsekern import bsr
+    from sparsekern.testing import capture_graph
+
+    forks = []
+    fork = bsr._on_side_stream
+    monkeypatch.setattr(bsr, "_on_side_stream", lambda device, fn: forks.append(device) or fork(device, fn))
+    for d in (1, 0):
+        forks.clear()
+        with torch.cuda.device(d):
+            torch.manual_seed(5 + d)
+            layer = BlockSparseLinear(512, 1024, density=0.25, block_size=64, device=_on(d), dtype=torch.bfloat16)
+            params = (layer.weight, layer.bias)
+            x = torch.randn(4096, 512, device=_on(d), dtype=torch.bfloat16)
+            go = torch.randn(4096, 1024, device=_on(d), dtype=torch.bfloat16)
+
+            def step():
+                xg = x.clone().requires_grad_()
+                return torch.autograd.grad(layer(xg), (xg, *params), go)
+
+            monkeypatch.setattr(bsr, "_concurrent_grads", concurrent)
+            graph, outs = capture_graph(step)
+            graph.replay()
+            torch.cuda.synchronize(_on(d))
+            monkeypatch.setattr(bsr, "_concurrent_grads", False)
+            want = step()
+        assert all(o.device == _on(d) for o in outs)
+        assert torch.equal(outs[0], want[0]) and torch.equal(outs[1], want[1])
+        assert rel_error(outs[2], want[2].double()) <= 1e-2
+        w = layer.to_dense_linear().weight.detach().double().cpu()
+        assert rel_error(outs[0].cpu(), go.double().cpu() @ w) <= 2e-2
+        assert forks == ([_on(d)] if concurrent else [])  # the captured call only
