@@ -60,22 +60,22 @@ _dds_dense = os.environ.get("SPARSEKERN_BSR_DDS_DENSE", "auto") != "0"
 # instead of a separate pass over ∂ℓ/∂y; SPARSEKERN_BSR_FUSED_BIAS_GRAD=0 (or False here) takes the
 # separate pass (_column_sums), for comparisons.
 _fused_bias_grad = os.environ.get("SPARSEKERN_BSR_FUSED_BIAS_GRAD", "1") != "0"
-# Opt-in (SPARSEKERN_BSR_CONCURRENT_GRADS=1, or True here): while a CUDA graph is being captured,
-# the eager backward of dds (BlockSparseLinear's) runs the weight (and bias) gradient on a side
-# stream forked from the capturing one and joined back: the two gradients are independent, so the
-# graph gets them as parallel branches, which the GPU runs side by side (a persistent kernel's last
-# wave, or a write-bound input gradient, leaves SMs to the other). H100, 8192-row layers, graph µs
-# per backward in order → concurrent (session 26, tools/diag/bsr_concurrent_grads.py): bf16
-# 3072 → 768 b = 128 d = 0.1 57.3 → 51.9 (65.6 → 54.1 with the bias), 4096 → 4096 b = 64 d = 0.25
-# 412 → 394, b = 128 d = 0.5 508 → 487, TF32 b = 128 d = 0.1 453 → 431-437; input and weight
-# gradients bit-identical. Not the default: under compute-sanitizer a capture whose backward was
-# the process's first work on torch's autograd thread failed ("operation would make the legacy
-# stream depend on a capturing blocking stream"; session 26, call 12), not understood yet. Never
-# outside a capture: launched one after the other from the host, the side stream's persistent
-# kernel held every SM before the input gradient's was launched (no overlap) and the fork and join
-# added host time: eager backwards got slower (bf16 b = 128 d = 0.5 482-512 → 615-621 µs, 768 →
-# 3072 d = 0.1 175-219 → 340; tools/diag/bsr_concurrent_eager.py).
-_concurrent_grads = os.environ.get("SPARSEKERN_BSR_CONCURRENT_GRADS", "0") == "1"
+# On by default (SPARSEKERN_BSR_CONCURRENT_GRADS=0, or False here, turns it off): while a CUDA graph
+# is being captured, the eager backward of dds (BlockSparseLinear's) runs the weight (and bias)
+# gradient on a side stream forked from the capturing one and joined back: the two gradients are
+# independent, so the graph gets them as parallel branches, which the GPU runs side by side (a
+# persistent kernel's last wave, or a write-bound input gradient, leaves SMs to the other). H100,
+# 8192-row layers, graph µs per backward in order → concurrent (session 26,
+# tools/diag/bsr_concurrent_grads.py): bf16 3072 → 768 b = 128 d = 0.1 57.3 → 51.9 (65.6 → 54.1
+# with the bias), 4096 → 4096 b = 64 d = 0.25 412 → 394, b = 128 d = 0.5 508 → 487, TF32 b = 128
+# d = 0.1 453 → 431-437; input and weight gradients bit-identical. Opt-in in session 26 because a
+# capture failed under compute-sanitizer; session 27 (tools/diag/bsr_capture_order.py) saw that
+# failure with the fork off as well: a capture after an eager backward on the default stream fails
+# under the sanitizer either way. Never outside a capture: launched one after the other from the
+# host, the side stream's persistent kernel held every SM before the input gradient's was launched
+# (no overlap) and the fork and join added host time: eager backwards got slower (bf16 b = 128
+# d = 0.5 482-512 → 615-621 µs, 768 → 3072 d = 0.1 175-219 → 340; tools/diag/bsr_concurrent_eager.py).
+_concurrent_grads = os.environ.get("SPARSEKERN_BSR_CONCURRENT_GRADS", "1") != "0"
 _INT32 = torch.int32
 _FLOAT32 = torch.float32
 
