@@ -205,3 +205,13 @@ diag_cuda_tests() {
   echo "$name: $(tail -1 $OUT/$name.txt)"
   grep -E "^FAILED|^E  " $OUT/$name.txt | head -10
 }
+# diag_old_wheel_and_fresh_script: the wheel in .whl312_old/ unpacked into /tmp/oldpkg (run a
+# command against it with PYTHONPATH=/tmp/oldpkg), and test_bsr.py's _FRESH_THREAD_CODE as
+# /tmp/fresh.py (session 27).
+diag_old_wheel_and_fresh_script() {
+  python3 - > /tmp/fresh.py <<PY
+import re; s = open("$R/tests/python/test_bsr.py").read()
+print(re.search(r'_FRESH_THREAD_CODE = r"""(.*?)"""', s, re.S).group(1))
+PY
+  python3 -m pip install -q --no-deps --no-index --target /tmp/oldpkg $R/.whl312_old/sparsekern-*.whl > /tmp/old_inst.txt 2>&1 || tail -3 /tmp/old_inst.txt
+}

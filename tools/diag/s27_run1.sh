@@ -8,11 +8,7 @@
 #     still reports CUDA_ERROR_INVALID_CONTEXT (the autograd thread's first backward);
 #  3. the concurrent-gradient tests without the sanitizer.
 source "$(dirname "$0")/lib.sh"
-python3 - > /tmp/fresh.py <<PY
-import re; s = open("$R/tests/python/test_bsr.py").read()
-print(re.search(r'_FRESH_THREAD_CODE = r"""(.*?)"""', s, re.S).group(1))
-PY
-python3 -m pip install -q --no-deps --no-index --target /tmp/oldpkg $R/.whl312_old/sparsekern-*.whl > /tmp/old_inst.txt 2>&1 || tail -3 /tmp/old_inst.txt
+diag_old_wheel_and_fresh_script
 diag_begin_wheel
 T=$R/tests/python
 echo "== old wheel (a59f1bb), fresh thread:"

@@ -8,11 +8,7 @@
 #  3. every bsr CUDA test with the captured backwards' fork on (SPARSEKERN_BSR_CONCURRENT_GRADS=1),
 #     six round-robin processes (s27_next.sh tests).
 source "$(dirname "$0")/lib.sh"
-python3 - > /tmp/fresh.py <<PY
-import re; s = open("$R/tests/python/test_bsr.py").read()
-print(re.search(r'_FRESH_THREAD_CODE = r"""(.*?)"""', s, re.S).group(1))
-PY
-python3 -m pip install -q --no-deps --no-index --target /tmp/oldpkg $R/.whl312_old/sparsekern-*.whl > /tmp/old_inst.txt 2>&1 || tail -3 /tmp/old_inst.txt
+diag_old_wheel_and_fresh_script
 diag_begin_wheel
 T=$R/tests/python
 for w in old new; do

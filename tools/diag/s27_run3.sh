@@ -8,7 +8,7 @@
 #     process;
 #  3. memcheck over `-k concurrent` at the old wheel and at the new one: CUDA_ERROR_INVALID_CONTEXT?
 source "$(dirname "$0")/lib.sh"
-python3 -m pip install -q --no-deps --no-index --target /tmp/oldpkg $R/.whl312_old/sparsekern-*.whl > /tmp/old_inst.txt 2>&1 || tail -3 /tmp/old_inst.txt
+diag_old_wheel_and_fresh_script
 diag_begin_wheel
 nvidia-smi -L
 T=$R/tests/python
