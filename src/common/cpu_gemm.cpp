@@ -1,9 +1,11 @@
 // The micro-kernels of cpu_gemm.h, written with GCC/Clang vector extensions. On x86-64 each exists
-// twice: for the baseline (SSE2, 16-byte vectors; the 4 × NR block in two halves of 2 rows, which fit its 16 registers) and
-// for AVX2+FMA (32-byte vectors, all 4 rows at once); the first call picks one with
-// __builtin_cpu_supports (SPARSEKERN_CPU_GEMM=base forces the baseline). Other compilers get the
-// plain loops. 32768 × 128 × 128 fp32 on one core of this CPU machine: 76 GFLOP/s, against 12 for
-// the plain loops (which GCC vectorised across k, with spills).
+// three times: for the baseline (SSE2, 16-byte vectors; the 4 × NR block in two halves of 2 rows,
+// which fit its 16 registers), for AVX2+FMA (32-byte vectors, all 4 rows at once) and for AVX-512F
+// (a row per 64-byte vector, even and odd k steps in two sets of accumulators); the first call
+// picks the widest the CPU has with __builtin_cpu_supports (SPARSEKERN_CPU_GEMM=base or =avx2 caps
+// it). Other compilers get the plain loops. 32768 × 128 × 128 fp32 on one core of this CPU
+// machine: 76 GFLOP/s (AVX2), against 12 for the plain loops (which GCC vectorised across k, with
+// spills).
 #include "cpu_gemm.h"
 
 #include <cstdlib>
@@ -16,14 +18,18 @@ namespace {
 #define SK_GEMM_VEC 1
 #define SK_GEMM_INLINE inline __attribute__((always_inline))
 
-/// Rows [R0, R0 + R) of the 4 × NR block with vectors of BYTES bytes.
-template <typename Acc, int BYTES, int R0, int R>
+/// Rows [R0, R0 + R) of the 4 × NR block with vectors of BYTES bytes (added to c's when ADD).
+template <typename Acc, bool ADD, int BYTES, int R0, int R>
 SK_GEMM_INLINE void micro_rows(const Acc* __restrict ap, const Acc* __restrict bp, long long k, Acc* __restrict c) {
   typedef Acc V __attribute__((vector_size(BYTES)));
   typedef Acc VU __attribute__((vector_size(BYTES), aligned(sizeof(Acc))));  // unaligned loads/stores
   constexpr int NR = kGemmNR<Acc>;
   constexpr int NV = NR * static_cast<int>(sizeof(Acc)) / BYTES;  // vectors per row of the block
   V acc[R][NV] = {};
+  if constexpr (ADD) {
+    for (int i = 0; i < R; ++i)
+      for (int v = 0; v < NV; ++v) acc[i][v] = *reinterpret_cast<const VU*>(c + (R0 + i) * NR + v * (BYTES / sizeof(Acc)));
+  }
   for (long long r = 0; r < k; ++r) {
     V b[NV];
     for (int v = 0; v < NV; ++v) b[v] = *reinterpret_cast<const VU*>(bp + r * NR + v * (BYTES / sizeof(Acc)));
@@ -35,16 +41,20 @@ SK_GEMM_INLINE void micro_rows(const Acc* __restrict ap, const Acc* __restrict b
     for (int v = 0; v < NV; ++v) *reinterpret_cast<VU*>(c + (R0 + i) * NR + v * (BYTES / sizeof(Acc))) = acc[i][v];
 }
 
-template <typename Acc>
+template <typename Acc, bool ADD>
 void micro_base(const Acc* ap, const Acc* bp, long long k, Acc* c) {
-  micro_rows<Acc, 16, 0, 2>(ap, bp, k, c);
-  micro_rows<Acc, 16, 2, 2>(ap, bp, k, c);
+  micro_rows<Acc, ADD, 16, 0, 2>(ap, bp, k, c);
+  micro_rows<Acc, ADD, 16, 2, 2>(ap, bp, k, c);
 }
 #else
-template <typename Acc>
+template <typename Acc, bool ADD>
 void micro_base(const Acc* ap, const Acc* bp, long long k, Acc* c) {
   constexpr int NR = kGemmNR<Acc>;
   Acc acc[kGemmMR][NR] = {};
+  if constexpr (ADD) {
+    for (int i = 0; i < kGemmMR; ++i)
+      for (int j = 0; j < NR; ++j) acc[i][j] = c[i * NR + j];
+  }
   for (long long r = 0; r < k; ++r)
     for (int i = 0; i < kGemmMR; ++i)
       for (int j = 0; j < NR; ++j) acc[i][j] += ap[r * kGemmMR + i] * bp[r * NR + j];
@@ -55,39 +65,76 @@ void micro_base(const Acc* ap, const Acc* bp, long long k, Acc* c) {
 
 #if defined(SK_GEMM_VEC) && defined(__x86_64__)
 #define SK_GEMM_X86 1
-template <typename Acc>
+template <typename Acc, bool ADD>
 __attribute__((target("avx2,fma"))) void micro_avx2(const Acc* ap, const Acc* bp, long long k, Acc* c) {
-  micro_rows<Acc, 32, 0, 4>(ap, bp, k, c);
+  micro_rows<Acc, ADD, 32, 0, 4>(ap, bp, k, c);
+}
+
+/// AVX-512: a row of the 4 × NR block is one 64-byte vector, so four accumulators would leave the
+/// FMA units waiting on their latency; even and odd k steps go to two sets (eight chains), added
+/// at the end. 1024³ fp32 on one core of the CPU machine (session 27, with gemm_batched's row tiles):
+/// 35-43 ms with the AVX2 kernel, 23 with this one (torch: 13.5-14).
+template <typename Acc, bool ADD>
+__attribute__((target("avx512f"))) void micro_avx512(const Acc* __restrict ap, const Acc* __restrict bp, long long k,
+                                                     Acc* __restrict c) {
+  typedef Acc V __attribute__((vector_size(64)));
+  typedef Acc VU __attribute__((vector_size(64), aligned(sizeof(Acc))));
+  constexpr int NR = kGemmNR<Acc>;
+  static_assert(NR * sizeof(Acc) == 64, "one vector per row of the block");
+  V even[kGemmMR] = {}, odd[kGemmMR] = {};
+  if constexpr (ADD) {
+    for (int i = 0; i < kGemmMR; ++i) even[i] = *reinterpret_cast<const VU*>(c + i * NR);
+  }
+  long long r = 0;
+  for (; r + 1 < k; r += 2) {
+    const V b0 = *reinterpret_cast<const VU*>(bp + r * NR), b1 = *reinterpret_cast<const VU*>(bp + (r + 1) * NR);
+    const Acc* a = ap + r * kGemmMR;
+    for (int i = 0; i < kGemmMR; ++i) {
+      even[i] += b0 * a[i];
+      odd[i] += b1 * a[kGemmMR + i];
+    }
+  }
+  if (r < k) {
+    const V b0 = *reinterpret_cast<const VU*>(bp + r * NR);
+    for (int i = 0; i < kGemmMR; ++i) even[i] += b0 * ap[r * kGemmMR + i];
+  }
+  for (int i = 0; i < kGemmMR; ++i) *reinterpret_cast<VU*>(c + i * NR) = even[i] + odd[i];
 }
 
 template <typename Acc>
 using MicroFn = void (*)(const Acc*, const Acc*, long long, Acc*);
 
-/// AVX2+FMA where the CPU has both, unless SPARSEKERN_CPU_GEMM=base asks for the baseline kernel
-/// (read at the first product of each type: the tests check the baseline on machines with AVX2).
-template <typename Acc>
+/// The widest kernel the CPU runs: AVX-512F, else AVX2+FMA, else the baseline.
+/// SPARSEKERN_CPU_GEMM=base or =avx2 caps it (read at the first product of each type and form:
+/// the tests run every kernel the machine has).
+template <typename Acc, bool ADD>
 MicroFn<Acc> pick() {
   const char* force = std::getenv("SPARSEKERN_CPU_GEMM");
-  if (force != nullptr && std::strcmp(force, "base") == 0) return &micro_base<Acc>;
+  const bool cap_base = force != nullptr && std::strcmp(force, "base") == 0;
+  const bool cap_avx2 = force != nullptr && std::strcmp(force, "avx2") == 0;
+  if (cap_base) return &micro_base<Acc, ADD>;
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &micro_avx2<Acc> : &micro_base<Acc>;
+  if (!cap_avx2 && __builtin_cpu_supports("avx512f")) return &micro_avx512<Acc, ADD>;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &micro_avx2<Acc, ADD> : &micro_base<Acc, ADD>;
 }
 #endif
 
-/// The kernel this CPU runs (picked once per type).
-template <typename Acc>
+/// The kernel this CPU runs (picked once per type and form).
+template <typename Acc, bool ADD>
 void micro(const Acc* ap, const Acc* bp, long long k, Acc* c) {
 #if defined(SK_GEMM_X86)
-  static const MicroFn<Acc> fn = pick<Acc>();
+  static const MicroFn<Acc> fn = pick<Acc, ADD>();
   fn(ap, bp, k, c);
 #else
-  micro_base(ap, bp, k, c);
+  micro_base<Acc, ADD>(ap, bp, k, c);
 #endif
 }
 
 }  // namespace
 
-void gemm_micro(const float* ap, const float* bp, long long k, float* c) { micro(ap, bp, k, c); }
-void gemm_micro(const double* ap, const double* bp, long long k, double* c) { micro(ap, bp, k, c); }
+void gemm_micro(const float* ap, const float* bp, long long k, float* c) { micro<float, false>(ap, bp, k, c); }
+void gemm_micro(const double* ap, const double* bp, long long k, double* c) { micro<double, false>(ap, bp, k, c); }
+void gemm_micro_add(const float* ap, const float* bp, long long k, float* c) { micro<float, true>(ap, bp, k, c); }
+void gemm_micro_add(const double* ap, const double* bp, long long k, double* c) { micro<double, true>(ap, bp, k, c); }
 
 }  // namespace sparsekern::detail

@@ -1,8 +1,10 @@
 #pragma once
-// A register-tiled CPU GEMM for the CPU backends (kron's GEMM steps): B packed into NR-column panels,
-// A four rows at a time, a 4 × NR block of C in registers across the whole k loop (one load of B
-// per four multiply-adds, none of C). The micro-kernel is compiled twice on x86-64 (baseline and
-// AVX2+FMA, chosen at load time), so a portable wheel still runs 8-wide FMAs where the CPU has them.
+// A register-tiled CPU GEMM for the CPU backends (dense products, kron's GEMM steps, bsr's
+// products): B packed into NR-column panels, A four rows at a time in tiles of up to 16 such
+// groups, a 4 × NR block of C in registers across the whole k loop (one load of B per four
+// multiply-adds, none of C). The micro-kernel is compiled three times on x86-64 (baseline,
+// AVX2+FMA, AVX-512F; chosen at load time), so a portable wheel still runs 8- or 16-wide FMAs where
+// the CPU has them.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -17,6 +19,9 @@ constexpr int kGemmNR = static_cast<int>(64 / sizeof(Acc));
 /// c[r·NR + j] = Σ_kk ap[kk·4 + r] · bp[kk·NR + j] for r < 4, j < NR (c overwritten).
 void gemm_micro(const float* ap, const float* bp, long long k, float* c);
 void gemm_micro(const double* ap, const double* bp, long long k, double* c);
+/// The same, added to c: c[r·NR + j] += Σ_kk ap[kk·4 + r] · bp[kk·NR + j].
+void gemm_micro_add(const float* ap, const float* bp, long long k, float* c);
+void gemm_micro_add(const double* ap, const double* bp, long long k, double* c);
 
 /// Elements of the packed B for k × n.
 template <typename Acc>
@@ -41,28 +46,42 @@ void gemm_pack_b(const T* b, long long rs, long long cs, long long k, long long 
   }
 }
 
-/// Rows [i0, min(i0 + 4, m)) of C = A · B with B packed by gemm_pack_b: A's element (i, r) at
-/// a[i·a_rs + r·a_cs]; `ap` holds 4·k accumulators (scratch); store(i, j, value) writes C.
+/// Groups of four rows in a tile of gemm_batched: B's panels are read once per tile (then from
+/// cache for the tile's other groups) rather than once per four rows. 1024³ fp32 on one core of
+/// the CPU machine (session 27): 48-53 ms with one group per pass, see docs/PERF_NOTES.md.
+constexpr long long kGemmTileGroups = 16;
+
+/// Rows [i0, min(i0 + 4·ng, m)) of C = A · B with B packed by gemm_pack_b: A's element (i, r) at
+/// a[i·a_rs + r·a_cs]; `ap` holds ng·4·k accumulators (scratch); store(i, j, value) writes C.
 template <typename T, typename Acc, class Store>
-void gemm_rows4(const T* a, long long a_rs, long long a_cs, long long m, long long k, long long n, long long i0,
-                const Acc* bp, Acc* ap, Store&& store) {
+void gemm_rows_tile(const T* a, long long a_rs, long long a_cs, long long m, long long k, long long n, long long i0,
+                    long long ng, const Acc* bp, Acc* ap, Store&& store) {
   constexpr int NR = kGemmNR<Acc>;
-  const int rows = static_cast<int>(std::min<long long>(kGemmMR, m - i0));
-  for (long long r = 0; r < k; ++r)
-    for (int i = 0; i < kGemmMR; ++i)
-      ap[r * kGemmMR + i] = i < rows ? static_cast<Acc>(a[(i0 + i) * a_rs + r * a_cs]) : Acc(0);
+  for (long long g = 0; g < ng; ++g) {
+    const long long r0 = i0 + g * kGemmMR;
+    const int rows = static_cast<int>(std::max<long long>(0, std::min<long long>(kGemmMR, m - r0)));
+    Acc* apg = ap + g * kGemmMR * k;
+    for (long long r = 0; r < k; ++r)
+      for (int i = 0; i < kGemmMR; ++i)
+        apg[r * kGemmMR + i] = i < rows ? static_cast<Acc>(a[(r0 + i) * a_rs + r * a_cs]) : Acc(0);
+  }
   alignas(64) Acc c[kGemmMR * NR];
   for (long long j0 = 0; j0 < n; j0 += NR) {
-    gemm_micro(ap, bp + (j0 / NR) * k * NR, k, c);
     const int w = static_cast<int>(std::min<long long>(NR, n - j0));
-    for (int i = 0; i < rows; ++i)
-      for (int jj = 0; jj < w; ++jj) store(i0 + i, j0 + jj, c[i * NR + jj]);
+    for (long long g = 0; g < ng; ++g) {
+      const long long r0 = i0 + g * kGemmMR;
+      const int rows = static_cast<int>(std::min<long long>(kGemmMR, m - r0));
+      if (rows <= 0) break;
+      gemm_micro(ap + g * kGemmMR * k, bp + (j0 / NR) * k * NR, k, c);
+      for (int i = 0; i < rows; ++i)
+        for (int jj = 0; jj < w; ++jj) store(r0 + i, j0 + jj, c[i * NR + jj]);
+    }
   }
 }
 
 /// C[b] = A[b] · B[b] for b < batch (A[b] m × k at a + b·a_bs with strides a_rs, a_cs; B[b] k × n
 /// likewise), each element of C handed to store(b, i, j, value). B is packed once per batch entry,
-/// or once in all when shared (batch 1 or b_bs = 0: then the row blocks of every entry run in
+/// or once in all when shared (batch 1 or b_bs = 0: then the row tiles of every entry run in
 /// parallel; otherwise the entries do, each thread packing its own).
 template <typename T, typename Acc, class Store>
 void gemm_batched(long long batch, long long m, long long n, long long k, const T* a, long long a_bs,
@@ -70,12 +89,18 @@ void gemm_batched(long long batch, long long m, long long n, long long k, const 
                   Store&& store) {
   if (batch <= 0 || m <= 0 || n <= 0) return;
   const std::size_t psize = gemm_packed_b_size<Acc>(k, n);
-  const std::size_t asize = static_cast<std::size_t>(kGemmMR * std::max<long long>(k, 1));
   const long long mblocks = (m + kGemmMR - 1) / kGemmMR;
   const bool parallel = batch * m * n * k > (1 << 16);
-  auto rows4 = [&](long long e, long long ib, const Acc* bp, Acc* ap) {
-    gemm_rows4<T, Acc>(a + e * a_bs, a_rs, a_cs, m, k, n, ib * kGemmMR, bp, ap,
-                       [&](long long i, long long j, Acc v) { store(e, i, j, v); });
+  // Shared B: tiles of up to 16 groups, fewer where that would leave fewer than ~8 tiles.
+  const long long tile_groups = (batch == 1 || b_bs == 0)
+                                    ? std::max<long long>(1, std::min<long long>(kGemmTileGroups, batch * mblocks / 8))
+                                    : std::min<long long>(kGemmTileGroups, mblocks);
+  const long long tiles = (mblocks + tile_groups - 1) / tile_groups;
+  const std::size_t asize = static_cast<std::size_t>(tile_groups * kGemmMR * std::max<long long>(k, 1));
+  auto tile = [&](long long e, long long t, const Acc* bp, Acc* ap) {
+    const long long g0 = t * tile_groups;
+    gemm_rows_tile<T, Acc>(a + e * a_bs, a_rs, a_cs, m, k, n, g0 * kGemmMR, std::min(tile_groups, mblocks - g0), bp,
+                           ap, [&](long long i, long long j, Acc v) { store(e, i, j, v); });
   };
   if (batch == 1 || b_bs == 0) {
     std::vector<Acc> bp(psize);
@@ -88,7 +113,7 @@ void gemm_batched(long long batch, long long m, long long n, long long k, const 
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
-      for (long long t = 0; t < batch * mblocks; ++t) rows4(t / mblocks, t % mblocks, bp.data(), ap.data());
+      for (long long t = 0; t < batch * tiles; ++t) tile(t / tiles, t % tiles, bp.data(), ap.data());
     }
     return;
   }
@@ -102,7 +127,7 @@ void gemm_batched(long long batch, long long m, long long n, long long k, const 
 #endif
     for (long long e = 0; e < batch; ++e) {
       gemm_pack_b<T, Acc>(b + e * b_bs, b_rs, b_cs, k, n, bp.data());
-      for (long long ib = 0; ib < mblocks; ++ib) rows4(e, ib, bp.data(), ap.data());
+      for (long long t = 0; t < tiles; ++t) tile(e, t, bp.data(), ap.data());
     }
   }
 }

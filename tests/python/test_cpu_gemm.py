@@ -1,6 +1,7 @@
-"""The CPU GEMM behind the dense products and kron's GEMM steps (src/common/cpu_gemm.h): its
-baseline micro-kernel too (SSE2 on x86-64), which machines without AVX2+FMA run. The kernel is
-picked once per process, so the baseline runs in a subprocess with SPARSEKERN_CPU_GEMM=base."""
+"""The CPU GEMM behind the dense products, kron's GEMM steps and the block-sparse products
+(src/common/cpu_gemm.h; bsr's dds through its accumulating form), with each micro-kernel this CPU
+has: the baseline (SSE2 on x86-64, what machines without AVX2+FMA run), AVX2+FMA, AVX-512. The
+kernel is picked once per process, so each runs in a subprocess with SPARSEKERN_CPU_GEMM set."""
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ SCRIPT = textwrap.dedent("""
     torch.manual_seed(0)
     worst = 0.0
     for dt in (torch.float32, torch.float64, torch.bfloat16):
-        for m, k, n in [(1, 1, 1), (5, 3, 17), (37, 129, 33), (64, 64, 64), (4, 0, 9)]:
+        for m, k, n in [(1, 1, 1), (5, 3, 17), (37, 129, 33), (64, 64, 64), (4, 0, 9), (203, 70, 45)]:
             a, b = torch.randn(m, k, dtype=dt), torch.randn(k, n, dtype=dt)
             ref = a.double() @ b.double()
             err = ((dense.matmul(a, b).double() - ref).norm() / max(ref.norm(), 1e-30)).item() if ref.numel() else 0.0
@@ -27,17 +28,33 @@ SCRIPT = textwrap.dedent("""
         ref = kron_reference(x.double(), [f.double() for f in fs])
         err = ((kron_matmul(x, fs).double() - ref).norm() / ref.norm()).item()
         worst = max(worst, err / (1e-2 if dt is torch.bfloat16 else 1e-5))
+    for dt in (torch.float32, torch.float64, torch.bfloat16):
+        tol = 1e-2 if dt is torch.bfloat16 else 1e-5
+        for b in (16, 32):
+            s = sparsekern.BlockSparseMatrix.random((3 * b, 5 * b), b, 0.4, dtype=dt)
+            sd = s.to_dense().double()
+            mask = s.mask().repeat_interleave(b, 0).repeat_interleave(b, 1).double()
+            x, bias = torch.randn(203, 3 * b, dtype=dt), torch.randn(5 * b, dtype=dt)  # tiles of several row groups
+            y, a, c = torch.randn(5 * b, 11, dtype=dt), torch.randn(3 * b, 29, dtype=dt), torch.randn(29, 5 * b, dtype=dt)
+            for got, ref in ((sparsekern.bsr.dds(x, s, bias), x.double() @ sd + bias.double()),
+                             (sparsekern.bsr.dds(y.t(), s.t()), y.t().double() @ sd.t()),
+                             (sparsekern.bsr.dsd(s, y), sd @ y.double()),
+                             (sparsekern.bsr.sdd(a, c, s).to_dense(), (a.double() @ c.double()) * mask)):
+                err = ((got.double() - ref).norm() / ref.norm()).item()
+                worst = max(worst, err / tol)
     print("worst/tol", worst)
     assert worst <= 1.0, worst
 """)
 
 
-@pytest.mark.parametrize("kernel", ["base", "auto"])
+@pytest.mark.parametrize("kernel", ["base", "avx2", "auto"])
 def test_cpu_gemm_kernels(kernel):
+    """Every micro-kernel up to the widest this CPU has (SPARSEKERN_CPU_GEMM caps the choice: on a
+    CPU without AVX2 "avx2" runs the baseline, on one without AVX-512 "auto" runs AVX2)."""
     env = dict(os.environ)
     env.pop("SPARSEKERN_CPU_GEMM", None)
-    if kernel == "base":
-        env["SPARSEKERN_CPU_GEMM"] = "base"
+    if kernel != "auto":
+        env["SPARSEKERN_CPU_GEMM"] = kernel
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "worst/tol" in r.stdout
