@@ -1,10 +1,19 @@
-// CPU backend of the block-sparse products (every dtype; accumulation in fp32, fp64 for fp64).
-// dds form: rows of C in parallel; each row gathers the non-zero blocks of every block column of
-// Bop (pre-converted once to the accumulator type, oriented so the inner loop is unit-stride).
-// sdd: blocks in parallel, each a small dense product of packed panels.
+// CPU backend of the block-sparse products (every dtype; accumulation in fp32, fp64 for fp64), on
+// the register-tiled micro-kernel of common/cpu_gemm.h (a 4 × NR block of C in registers across a
+// k loop; NR = 16 floats or 8 doubles, so a block of b ≥ 16 columns is b / NR whole panels).
+// dds: the non-zero blocks of Bop packed once into NR-column panels; groups of four rows of C in
+// parallel, each packing its four rows of A once (k-interleaved, so the rows of A a block reads
+// are one contiguous run) and adding every non-zero block's product into panels of C's four rows.
+// sdd: B packed once into panels; (block row, four rows) tasks in parallel, each packing its rows
+// of A once and computing every block of that block row from them.
 #include <algorithm>
 #include <vector>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
+#include "../common/check.h"
+#include "../common/cpu_gemm.h"
 #include "../common/dispatch.h"
 #include "bsr_internal.h"
 
@@ -12,55 +21,106 @@ namespace sparsekern::bsr::detail {
 namespace {
 
 using sparsekern::detail::acc_type;
+using sparsekern::detail::gemm_micro;
+using sparsekern::detail::gemm_micro_add;
+using sparsekern::detail::gemm_pack_b;
+using sparsekern::detail::gemm_packed_b_size;
+using sparsekern::detail::kGemmMR;
+using sparsekern::detail::kGemmNR;
+
+int max_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+/// Rows [i0, i0 + 4·ng) of A (m × k, element (i, r) at a[i·rs + r·cs]) as ng groups of four
+/// rows, each k-interleaved: ap[(g·k + r)·4 + i] = A[i0 + 4g + i, r], 0 for rows at or past m.
+/// Reads along A's unit-stride dimension: row by row for a row-major A, else a step of k at a
+/// time across the rows (a transposed view, as the weight gradient's ∂ℓ/∂yᵀ).
+template <typename T, typename Acc>
+void pack_groups(const T* a, std::int64_t rs, std::int64_t cs, std::int64_t m, std::int64_t k, std::int64_t i0,
+                 std::int64_t ng, Acc* ap) {
+  const std::int64_t rows = std::min<std::int64_t>(kGemmMR * ng, m - i0);
+  auto at = [&](std::int64_t ii, std::int64_t r) -> Acc& { return ap[((ii / kGemmMR) * k + r) * kGemmMR + ii % kGemmMR]; };
+  if (cs == 1) {
+    for (std::int64_t ii = 0; ii < rows; ++ii)
+      for (std::int64_t r = 0; r < k; ++r) at(ii, r) = static_cast<Acc>(a[(i0 + ii) * rs + r]);
+  } else {
+    for (std::int64_t r = 0; r < k; ++r)
+      for (std::int64_t ii = 0; ii < rows; ++ii) at(ii, r) = static_cast<Acc>(a[(i0 + ii) * rs + r * cs]);
+  }
+  for (std::int64_t ii = rows; ii < kGemmMR * ng; ++ii)
+    for (std::int64_t r = 0; r < k; ++r) at(ii, r) = Acc(0);
+}
 
 template <typename T>
 void dds_cpu_typed(const DdsProblem& p) {
   using Acc = typename acc_type<T>::type;
+  constexpr int NR = kGemmNR<Acc>;
   const SparseOperand& s = p.s;
-  const std::int64_t m = p.a.rows, n = p.c.cols, b = s.block, bb = b * b;
+  const std::int64_t m = p.a.rows, n = p.c.cols, b = s.block, k = s.k_blocks * b;
+  SK_EXPECTS(b % NR == 0, "bsr (cpu): block size ", b, " is not a multiple of ", NR);
+  const std::int64_t panels = b / NR, psize = b * b;  // per block
   const auto* A = static_cast<const T*>(p.a.data);
   const auto* V = static_cast<const T*>(s.values);
   const auto* bias = static_cast<const T*>(p.bias);
   auto* C = static_cast<T*>(p.c.data);
 
-  // Blocks of Bop in the accumulator type, row-major as Bop(kk, nn).
-  std::vector<Acc> blocks(static_cast<std::size_t>(s.nnz_blocks * bb));
-  for (std::int64_t v = 0; v < s.nnz_blocks; ++v) {
-    const T* src = V + v * bb;
-    Acc* dst = blocks.data() + v * bb;
-    for (std::int64_t r = 0; r < b; ++r)
-      for (std::int64_t c = 0; c < b; ++c)
-        dst[r * b + c] = static_cast<Acc>(s.transposed_blocks ? src[c * b + r] : src[r * b + c]);
-  }
+  // Every stored block as Bop(kk, nn) (b × b), packed into b / NR panels of b rows × NR.
+  std::vector<Acc> blocks(static_cast<std::size_t>(s.nnz_blocks * psize));
+  const std::int64_t brs = s.transposed_blocks ? 1 : b, bcs = s.transposed_blocks ? b : 1;
+  for (std::int64_t v = 0; v < s.nnz_blocks; ++v) gemm_pack_b<T, Acc>(V + v * psize, brs, bcs, b, b, blocks.data() + v * psize);
 
+  // Tiles of G groups of four rows: a block column's blocks are read once per tile (then from L1
+  // for the tile's other groups), the tile's rows of A packed once. G up to 16 (64 rows), smaller
+  // where that leaves too few tiles for the threads.
+  const std::int64_t groups = (m + kGemmMR - 1) / kGemmMR;
+  const std::int64_t g_per_tile = std::clamp<std::int64_t>(groups / (4 * max_threads()), 1, 16);
+  const std::int64_t tiles = (groups + g_per_tile - 1) / g_per_tile;
+  const std::int64_t panel_elems = kGemmMR * NR;  // one 4 × NR panel of C
 #if defined(_OPENMP)
-#pragma omp parallel if (m * s.nnz_blocks * bb > (1 << 16))
+#pragma omp parallel if (m * s.nnz_blocks * psize > (1 << 16))
 #endif
   {
-    std::vector<Acc> a_row(static_cast<std::size_t>(s.k_blocks * b));
-    std::vector<Acc> acc(static_cast<std::size_t>(n));
+    // The tile's rows of A: group g's four rows k-interleaved at ap + g · 4k.
+    std::vector<Acc> ap(static_cast<std::size_t>(g_per_tile * std::max<std::int64_t>(k, 1) * kGemmMR));
+    // C's tile rows in one block column: group g's panel q at acc + (g · panels + q) · 4 · NR.
+    std::vector<Acc> acc(static_cast<std::size_t>(g_per_tile * panels * panel_elems));
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
-    for (std::int64_t i = 0; i < m; ++i) {
-      for (std::int64_t kk = 0; kk < s.k_blocks * b; ++kk)
-        a_row[kk] = static_cast<Acc>(A[i * p.a.row_stride + kk * p.a.col_stride]);
-      for (std::int64_t j = 0; j < n; ++j) acc[j] = bias ? static_cast<Acc>(bias[j]) : Acc(0);
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t g0 = t * g_per_tile, ng = std::min(g_per_tile, groups - g0);
+      pack_groups<T, Acc>(A, p.a.row_stride, p.a.col_stride, m, k, g0 * kGemmMR, ng, ap.data());
       for (std::int64_t jb = 0; jb < s.n_blocks; ++jb) {
-        Acc* out = acc.data() + jb * b;
+        for (std::int64_t g = 0; g < ng; ++g)
+          for (std::int64_t q = 0; q < panels; ++q)
+            for (int i = 0; i < kGemmMR; ++i)
+              for (int j = 0; j < NR; ++j)
+                acc[(g * panels + q) * panel_elems + i * NR + j] =
+                    bias ? static_cast<Acc>(bias[jb * b + q * NR + j]) : Acc(0);
         for (std::int32_t e = s.offsets[jb]; e < s.offsets[jb + 1]; ++e) {
           const std::int64_t v = s.value_index ? s.value_index[e] : e;
-          const Acc* blk = blocks.data() + v * bb;
-          const Acc* arow = a_row.data() + std::int64_t(s.indices[e]) * b;
-          for (std::int64_t kk = 0; kk < b; ++kk) {
-            const Acc av = arow[kk];
-            const Acc* brow = blk + kk * b;
-            for (std::int64_t nn = 0; nn < b; ++nn) out[nn] += av * brow[nn];
+          const Acc* blk = blocks.data() + v * psize;
+          const std::int64_t a_off = std::int64_t(s.indices[e]) * b * kGemmMR;
+          for (std::int64_t g = 0; g < ng; ++g)
+            for (std::int64_t q = 0; q < panels; ++q)
+              gemm_micro_add(ap.data() + g * k * kGemmMR + a_off, blk + q * b * NR, b,
+                             acc.data() + (g * panels + q) * panel_elems);
+        }
+        for (std::int64_t g = 0; g < ng; ++g) {
+          const std::int64_t i0 = (g0 + g) * kGemmMR;
+          const int rows = static_cast<int>(std::min<std::int64_t>(kGemmMR, m - i0));
+          for (int i = 0; i < rows; ++i) {
+            T* crow = C + (i0 + i) * p.c.row_stride + jb * b * p.c.col_stride;
+            for (std::int64_t j = 0; j < b; ++j)
+              crow[j * p.c.col_stride] = static_cast<T>(acc[(g * panels + j / NR) * panel_elems + i * NR + j % NR]);
           }
         }
       }
-      T* crow = C + i * p.c.row_stride;
-      for (std::int64_t j = 0; j < n; ++j) crow[j * p.c.col_stride] = static_cast<T>(acc[j]);
     }
   }
 }
@@ -68,42 +128,63 @@ void dds_cpu_typed(const DdsProblem& p) {
 template <typename T>
 void sdd_cpu_typed(const SddParams& p) {
   using Acc = typename acc_type<T>::type;
+  constexpr int NR = kGemmNR<Acc>;
+  constexpr std::int64_t kChunk = 256;  // k steps per pass: a chunk of a B panel stays in L1
   const BlockSparseView& s = p.pattern;
-  const std::int64_t b = s.block_size, bb = b * b, k = p.a.cols;
+  const std::int64_t b = s.block_size, bb = b * b, k = p.a.cols, n = p.b.cols;
+  SK_EXPECTS(b % NR == 0 && b % kGemmMR == 0, "bsr (cpu): block size ", b, " is not a multiple of ", NR);
+  const std::int64_t groups = b / kGemmMR, panels = b / NR, panel_elems = kGemmMR * NR;
   const auto* A = static_cast<const T*>(p.a.data);
   const auto* B = static_cast<const T*>(p.b.data);
   auto* out = static_cast<T*>(p.out_values);
+
+  // B (k × n) packed into n / NR panels of k × NR: the block in column c reads panels c·b / NR on.
+  std::vector<Acc> bp(gemm_packed_b_size<Acc>(k, n));
+  const std::int64_t n_panels = n / NR;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (k * n > (1 << 16))
+#endif
+  for (std::int64_t q = 0; q < n_panels; ++q)
+    gemm_pack_b<T, Acc>(B + q * NR * p.b.col_stride, p.b.row_stride, p.b.col_stride, k, NR, bp.data() + q * k * NR);
+
+  // Tasks: up to four consecutive stored blocks of one block row (the coordinate list is in BSR
+  // order, so a block row's blocks are consecutive; any other order still gives right results, in
+  // shorter tasks), each packing the block row's b rows of A once for its blocks.
+  std::vector<std::int64_t> starts;
+  for (std::int64_t e = 0; e < s.nnz_blocks; ++e)
+    if (e == 0 || s.block_row_indices[e] != s.block_row_indices[e - 1] || e - starts.back() == 4) starts.push_back(e);
+  starts.push_back(s.nnz_blocks);
+  const std::int64_t n_tasks = std::int64_t(starts.size()) - 1;
 
 #if defined(_OPENMP)
 #pragma omp parallel if (s.nnz_blocks * bb * k > (1 << 16))
 #endif
   {
-    std::vector<Acc> a_panel(static_cast<std::size_t>(b * k));  // b × k, row-major
-    std::vector<Acc> b_panel(static_cast<std::size_t>(k * b));  // k × b, row-major
-    std::vector<Acc> acc(static_cast<std::size_t>(bb));
+    std::vector<Acc> ap(static_cast<std::size_t>(b * std::max<std::int64_t>(k, 1)));
+    std::vector<Acc> acc(static_cast<std::size_t>(bb));  // group g's panel q at (g · panels + q) · 4 · NR
 #if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, 1)
 #endif
-    for (std::int64_t blk = 0; blk < s.nnz_blocks; ++blk) {
-      const std::int64_t r0 = std::int64_t(s.block_row_indices[blk]) * b;
-      const std::int64_t c0 = std::int64_t(s.block_col_indices[blk]) * b;
-      for (std::int64_t r = 0; r < b; ++r)
-        for (std::int64_t q = 0; q < k; ++q)
-          a_panel[r * k + q] = static_cast<Acc>(A[(r0 + r) * p.a.row_stride + q * p.a.col_stride]);
-      for (std::int64_t q = 0; q < k; ++q)
-        for (std::int64_t c = 0; c < b; ++c)
-          b_panel[q * b + c] = static_cast<Acc>(B[q * p.b.row_stride + (c0 + c) * p.b.col_stride]);
-      std::fill(acc.begin(), acc.end(), Acc(0));
-      for (std::int64_t r = 0; r < b; ++r) {
-        Acc* arow = acc.data() + r * b;
-        for (std::int64_t q = 0; q < k; ++q) {
-          const Acc av = a_panel[r * k + q];
-          const Acc* brow = b_panel.data() + q * b;
-          for (std::int64_t c = 0; c < b; ++c) arow[c] += av * brow[c];
+    for (std::int64_t t = 0; t < n_tasks; ++t) {
+      const std::int64_t r0 = std::int64_t(s.block_row_indices[starts[t]]) * b;
+      pack_groups<T, Acc>(A, p.a.row_stride, p.a.col_stride, r0 + b, k, r0, groups, ap.data());
+      for (std::int64_t e = starts[t]; e < starts[t + 1]; ++e) {
+        const Acc* bcol = bp.data() + (std::int64_t(s.block_col_indices[e]) * b / NR) * k * NR;
+        std::fill(acc.begin(), acc.end(), Acc(0));
+        for (std::int64_t k0 = 0; k0 < k; k0 += kChunk) {
+          const std::int64_t kc = std::min(kChunk, k - k0);
+          for (std::int64_t q = 0; q < panels; ++q)
+            for (std::int64_t g = 0; g < groups; ++g)
+              gemm_micro_add(ap.data() + (g * k + k0) * kGemmMR, bcol + (q * k + k0) * NR, kc,
+                             acc.data() + (g * panels + q) * panel_elems);
         }
+        T* dst = out + e * bb;
+        for (std::int64_t g = 0; g < groups; ++g)
+          for (std::int64_t q = 0; q < panels; ++q)
+            for (int i = 0; i < kGemmMR; ++i)
+              for (int j = 0; j < NR; ++j)
+                dst[(g * kGemmMR + i) * b + q * NR + j] = static_cast<T>(acc[(g * panels + q) * panel_elems + i * NR + j]);
       }
-      T* dst = out + blk * bb;
-      for (std::int64_t e = 0; e < bb; ++e) dst[e] = static_cast<T>(acc[e]);
     }
   }
 }
@@ -122,11 +203,20 @@ void sdd_row_sums_cpu_typed(const SddParams& p) {
   const std::int64_t m = p.a.rows, k = p.a.cols;
   const auto* A = static_cast<const T*>(p.a.data);
   auto* out = static_cast<T*>(p.a_row_sums);
-  for (std::int64_t i = 0; i < m; ++i) {
-    Acc sum = 0;
-    for (std::int64_t j = 0; j < k; ++j) sum += static_cast<Acc>(A[i * p.a.row_stride + j * p.a.col_stride]);
-    out[i] = static_cast<T>(sum);
+  const std::int64_t rs = p.a.row_stride, cs = p.a.col_stride;
+  if (cs == 1 || rs != 1) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      Acc sum = 0;
+      for (std::int64_t j = 0; j < k; ++j) sum += static_cast<Acc>(A[i * rs + j * cs]);
+      out[i] = static_cast<T>(sum);
+    }
+    return;
   }
+  // A column-major `a` (the weight gradient's ∂ℓ/∂yᵀ): along its columns, the same order of terms.
+  std::vector<Acc> sums(static_cast<std::size_t>(m), Acc(0));
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t i = 0; i < m; ++i) sums[i] += static_cast<Acc>(A[i + j * cs]);
+  for (std::int64_t i = 0; i < m; ++i) out[i] = static_cast<T>(sums[i]);
 }
 
 void sdd_cpu(const SddParams& p) {
