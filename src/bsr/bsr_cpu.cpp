@@ -1,11 +1,13 @@
 // CPU backend of the block-sparse products (every dtype; accumulation in fp32, fp64 for fp64), on
 // the register-tiled micro-kernel of common/cpu_gemm.h (a 4 × NR block of C in registers across a
 // k loop; NR = 16 floats or 8 doubles, so a block of b ≥ 16 columns is b / NR whole panels).
-// dds: the non-zero blocks of Bop packed once into NR-column panels; groups of four rows of C in
-// parallel, each packing its four rows of A once (k-interleaved, so the rows of A a block reads
-// are one contiguous run) and adding every non-zero block's product into panels of C's four rows.
-// sdd: B packed once into panels; (block row, four rows) tasks in parallel, each packing its rows
-// of A once and computing every block of that block row from them.
+// dds: the stored blocks of Bop packed once into NR-column panels; tiles of up to 16 groups of four
+// rows of C in parallel, each packing its rows of A once (k-interleaved per group, so the rows of
+// A a block reads are one contiguous run) and, block column by block column, adding each stored
+// block's product into the tile's rows (the block read once per tile, then from L1).
+// sdd: B packed once into panels; tasks of up to four stored blocks of one block row in parallel,
+// each packing the block row's rows of A once and walking k in chunks (a chunk of a B panel stays
+// in L1 for the block's groups of rows).
 #include <algorithm>
 #include <vector>
 #if defined(_OPENMP)
