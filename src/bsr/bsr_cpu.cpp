@@ -10,9 +10,6 @@
 // in L1 for the block's groups of rows).
 #include <algorithm>
 #include <vector>
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #include "../common/check.h"
 #include "../common/cpu_gemm.h"
@@ -25,38 +22,12 @@ namespace {
 using sparsekern::detail::acc_type;
 using sparsekern::detail::gemm_micro;
 using sparsekern::detail::gemm_micro_add;
+using sparsekern::detail::gemm_pack_a;
 using sparsekern::detail::gemm_pack_b;
 using sparsekern::detail::gemm_packed_b_size;
+using sparsekern::detail::gemm_tile_groups;
 using sparsekern::detail::kGemmMR;
 using sparsekern::detail::kGemmNR;
-
-int max_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-/// Rows [i0, i0 + 4·ng) of A (m × k, element (i, r) at a[i·rs + r·cs]) as ng groups of four
-/// rows, each k-interleaved: ap[(g·k + r)·4 + i] = A[i0 + 4g + i, r], 0 for rows at or past m.
-/// Reads along A's unit-stride dimension: row by row for a row-major A, else a step of k at a
-/// time across the rows (a transposed view, as the weight gradient's ∂ℓ/∂yᵀ).
-template <typename T, typename Acc>
-void pack_groups(const T* a, std::int64_t rs, std::int64_t cs, std::int64_t m, std::int64_t k, std::int64_t i0,
-                 std::int64_t ng, Acc* ap) {
-  const std::int64_t rows = std::min<std::int64_t>(kGemmMR * ng, m - i0);
-  auto at = [&](std::int64_t ii, std::int64_t r) -> Acc& { return ap[((ii / kGemmMR) * k + r) * kGemmMR + ii % kGemmMR]; };
-  if (cs == 1) {
-    for (std::int64_t ii = 0; ii < rows; ++ii)
-      for (std::int64_t r = 0; r < k; ++r) at(ii, r) = static_cast<Acc>(a[(i0 + ii) * rs + r]);
-  } else {
-    for (std::int64_t r = 0; r < k; ++r)
-      for (std::int64_t ii = 0; ii < rows; ++ii) at(ii, r) = static_cast<Acc>(a[(i0 + ii) * rs + r * cs]);
-  }
-  for (std::int64_t ii = rows; ii < kGemmMR * ng; ++ii)
-    for (std::int64_t r = 0; r < k; ++r) at(ii, r) = Acc(0);
-}
 
 template <typename T>
 void dds_cpu_typed(const DdsProblem& p) {
@@ -80,7 +51,7 @@ void dds_cpu_typed(const DdsProblem& p) {
   // for the tile's other groups), the tile's rows of A packed once. G up to 16 (64 rows), smaller
   // where that leaves too few tiles for the threads.
   const std::int64_t groups = (m + kGemmMR - 1) / kGemmMR;
-  const std::int64_t g_per_tile = std::clamp<std::int64_t>(groups / (4 * max_threads()), 1, 16);
+  const std::int64_t g_per_tile = gemm_tile_groups(groups);
   const std::int64_t tiles = (groups + g_per_tile - 1) / g_per_tile;
   const std::int64_t panel_elems = kGemmMR * NR;  // one 4 × NR panel of C
 #if defined(_OPENMP)
@@ -96,7 +67,7 @@ void dds_cpu_typed(const DdsProblem& p) {
 #endif
     for (std::int64_t t = 0; t < tiles; ++t) {
       const std::int64_t g0 = t * g_per_tile, ng = std::min(g_per_tile, groups - g0);
-      pack_groups<T, Acc>(A, p.a.row_stride, p.a.col_stride, m, k, g0 * kGemmMR, ng, ap.data());
+      gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, m, k, g0 * kGemmMR, ng, ap.data());
       for (std::int64_t jb = 0; jb < s.n_blocks; ++jb) {
         for (std::int64_t g = 0; g < ng; ++g)
           for (std::int64_t q = 0; q < panels; ++q)
@@ -169,7 +140,7 @@ void sdd_cpu_typed(const SddParams& p) {
 #endif
     for (std::int64_t t = 0; t < n_tasks; ++t) {
       const std::int64_t r0 = std::int64_t(s.block_row_indices[starts[t]]) * b;
-      pack_groups<T, Acc>(A, p.a.row_stride, p.a.col_stride, r0 + b, k, r0, groups, ap.data());
+      gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, r0 + b, k, r0, groups, ap.data());
       for (std::int64_t e = starts[t]; e < starts[t + 1]; ++e) {
         const Acc* bcol = bp.data() + (std::int64_t(s.block_col_indices[e]) * b / NR) * k * NR;
         std::fill(acc.begin(), acc.end(), Acc(0));

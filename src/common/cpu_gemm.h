@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <vector>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace sparsekern::detail {
 
@@ -51,27 +54,52 @@ void gemm_pack_b(const T* b, long long rs, long long cs, long long k, long long 
 /// the CPU machine (session 27): 48-53 ms with one group per pass, see docs/PERF_NOTES.md.
 constexpr long long kGemmTileGroups = 16;
 
-/// Rows [i0, min(i0 + 4·ng, m)) of C = A · B with B packed by gemm_pack_b: A's element (i, r) at
-/// a[i·a_rs + r·a_cs]; `ap` holds ng·4·k accumulators (scratch); store(i, j, value) writes C.
+/// Groups per tile for `groups` groups of four rows shared out over the threads: up to
+/// kGemmTileGroups, fewer where that would leave fewer than four tiles per thread.
+inline long long gemm_tile_groups(long long groups) {
+#if defined(_OPENMP)
+  const long long threads = omp_get_max_threads();
+#else
+  const long long threads = 1;
+#endif
+  return std::clamp<long long>(groups / (4 * threads), 1, kGemmTileGroups);
+}
+
+/// Rows [i0, i0 + 4·ng) of A (m × k, element (i, r) at a[i·rs + r·cs]) as ng groups of four
+/// rows, each k-interleaved as gemm_micro reads them: ap[(g·k + r)·4 + i] = A[i0 + 4g + i, r], 0
+/// for rows at or past m. Reads along A's unit-stride dimension: row by row for a row-major A,
+/// else a step of k at a time across the rows (a transposed view, such as a weight gradient's
+/// ∂ℓ/∂yᵀ).
+template <typename T, typename Acc>
+void gemm_pack_a(const T* a, long long rs, long long cs, long long m, long long k, long long i0, long long ng,
+                 Acc* ap) {
+  const long long rows = std::min<long long>(kGemmMR * ng, m - i0);
+  auto at = [&](long long ii, long long r) -> Acc& { return ap[((ii / kGemmMR) * k + r) * kGemmMR + ii % kGemmMR]; };
+  if (cs == 1) {
+    for (long long ii = 0; ii < rows; ++ii)
+      for (long long r = 0; r < k; ++r) at(ii, r) = static_cast<Acc>(a[(i0 + ii) * rs + r]);
+  } else {
+    for (long long r = 0; r < k; ++r)
+      for (long long ii = 0; ii < rows; ++ii) at(ii, r) = static_cast<Acc>(a[(i0 + ii) * rs + r * cs]);
+  }
+  for (long long ii = rows; ii < kGemmMR * ng; ++ii)
+    for (long long r = 0; r < k; ++r) at(ii, r) = Acc(0);
+}
+
+/// Rows [i0, min(i0 + 4·ng, m)) of C = A · B with B packed by gemm_pack_b (i0 + 4·(ng − 1) < m):
+/// A's element (i, r) at a[i·a_rs + r·a_cs]; `ap` holds ng·4·k accumulators (scratch);
+/// store(i, j, value) writes C.
 template <typename T, typename Acc, class Store>
 void gemm_rows_tile(const T* a, long long a_rs, long long a_cs, long long m, long long k, long long n, long long i0,
                     long long ng, const Acc* bp, Acc* ap, Store&& store) {
   constexpr int NR = kGemmNR<Acc>;
-  for (long long g = 0; g < ng; ++g) {
-    const long long r0 = i0 + g * kGemmMR;
-    const int rows = static_cast<int>(std::max<long long>(0, std::min<long long>(kGemmMR, m - r0)));
-    Acc* apg = ap + g * kGemmMR * k;
-    for (long long r = 0; r < k; ++r)
-      for (int i = 0; i < kGemmMR; ++i)
-        apg[r * kGemmMR + i] = i < rows ? static_cast<Acc>(a[(r0 + i) * a_rs + r * a_cs]) : Acc(0);
-  }
+  gemm_pack_a<T, Acc>(a, a_rs, a_cs, m, k, i0, ng, ap);
   alignas(64) Acc c[kGemmMR * NR];
   for (long long j0 = 0; j0 < n; j0 += NR) {
     const int w = static_cast<int>(std::min<long long>(NR, n - j0));
     for (long long g = 0; g < ng; ++g) {
       const long long r0 = i0 + g * kGemmMR;
       const int rows = static_cast<int>(std::min<long long>(kGemmMR, m - r0));
-      if (rows <= 0) break;
       gemm_micro(ap + g * kGemmMR * k, bp + (j0 / NR) * k * NR, k, c);
       for (int i = 0; i < rows; ++i)
         for (int jj = 0; jj < w; ++jj) store(r0 + i, j0 + jj, c[i * NR + jj]);
@@ -91,10 +119,9 @@ void gemm_batched(long long batch, long long m, long long n, long long k, const 
   const std::size_t psize = gemm_packed_b_size<Acc>(k, n);
   const long long mblocks = (m + kGemmMR - 1) / kGemmMR;
   const bool parallel = batch * m * n * k > (1 << 16);
-  // Shared B: tiles of up to 16 groups, fewer where that would leave fewer than ~8 tiles.
-  const long long tile_groups = (batch == 1 || b_bs == 0)
-                                    ? std::max<long long>(1, std::min<long long>(kGemmTileGroups, batch * mblocks / 8))
-                                    : std::min<long long>(kGemmTileGroups, mblocks);
+  // Shared B: the tiles of every entry share the threads; else each entry is one thread's.
+  const long long tile_groups = (batch == 1 || b_bs == 0) ? gemm_tile_groups(batch * mblocks)
+                                                          : std::min<long long>(kGemmTileGroups, mblocks);
   const long long tiles = (mblocks + tile_groups - 1) / tile_groups;
   const std::size_t asize = static_cast<std::size_t>(tile_groups * kGemmMR * std::max<long long>(k, 1));
   auto tile = [&](long long e, long long t, const Acc* bp, Acc* ap) {
