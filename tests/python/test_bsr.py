@@ -298,15 +298,23 @@ def test_dds_workspace_checked():
 
 
 def test_tf32_workspace_sizes():
-    """bsr_dds_workspace_bytes / bsr_sdd_workspace_bytes: the tile counter alone (dds) or nothing
-    (sdd) without a CUDA device or where no copy is made (op(S) = Sᵀ, TF32 off, blocks of 32, an
-    sdd pattern too sparse to repay the copies); where bsr_tf32_wgmma says the Hopper kernels run,
-    room for the transposed blocks / operands (the operands only for blocks of 128)."""
+    """bsr_dds_workspace_bytes / bsr_sdd_workspace_bytes without a CUDA device: the tile counter
+    alone (dds), nothing (sdd)."""
     base = _C.bsr_dds_workspace_bytes()
     assert base == _C.bsr_dds_workspace_bytes(40, 64, False, True, -1)
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 1024, True, -1) == 0
+
+
+@pytest.mark.cuda
+def test_tf32_workspace_sizes_cuda():
+    """On a CUDA device: the tile counter alone (dds) or nothing (sdd) where no copy is made
+    (op(S) = Sᵀ, TF32 off, blocks of 32, an sdd pattern too sparse to repay the copies); where
+    bsr_tf32_wgmma says the Hopper kernels run, room for the transposed blocks / operands (the
+    operands only for blocks of 128). The sdd patterns stay below the dense path's density (its
+    workspace would be the dense product's instead, test_sdd_dense_workspace_query)."""
     if not (torch.cuda.is_available() and sparsekern.cuda_available()):
-        return
+        pytest.skip("needs CUDA")
+    base = _C.bsr_dds_workspace_bytes()
     dev = torch.cuda.current_device()
     assert not _C.bsr_tf32_wgmma(dev, 32) and not _C.bsr_tf32_wgmma(dev, 16)
     # S of 640 × 640 (10 block columns of 64): 40 blocks, 4 per column.
@@ -315,14 +323,18 @@ def test_tf32_workspace_sizes():
     assert _C.bsr_dds_workspace_bytes(40, 32, False, True, dev, 1280, 1280) == base
     assert _C.bsr_dds_workspace_bytes(14, 64, False, True, dev, 640, 640) == base  # 1.4 blocks per column
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 1024, False, dev) == 0
-    assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 32, 1024, True, dev) == 0
+    assert _C.bsr_sdd_dense_bytes(2048, 100, 2048, 32, 256, True, dev, "float32") == 0
+    assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 32, 256, True, dev) == 0
     assert _C.bsr_sdd_workspace_bytes(2048, 100, 2048, 64, 100, True, dev) == 0  # too sparse
     for block in (64, 128):
         wgmma = _C.bsr_tf32_wgmma(dev, block)
         hopper = torch.cuda.get_device_capability(dev) == (9, 0)
         assert not wgmma or hopper
         dds_need = _C.bsr_dds_workspace_bytes(40, block, False, True, dev, 10 * block, 10 * block)
-        sdd_need = _C.bsr_sdd_workspace_bytes(2048, 100, 2048, block, 1024, True, dev)
+        # a quarter (b = 64) or half (b = 128) of the 2048 × 2048 pattern's blocks
+        nnz = (2048 // block) ** 2 // (4 if block == 64 else 2)
+        assert _C.bsr_sdd_dense_bytes(2048, 100, 2048, block, nnz, True, dev, "float32") == 0
+        sdd_need = _C.bsr_sdd_workspace_bytes(2048, 100, 2048, block, nnz, True, dev)
         if wgmma:  # the blocks after a 256-byte counter area; a and b with k padded to 4
             assert dds_need == 256 + 40 * block * block * 4
             # The sdd copies only for blocks of 128 (with blocks of 64 the SM80 kernel is as fast
@@ -615,14 +627,19 @@ def test_fresh_thread_takes_the_same_kernels():
 
 
 def test_sdd_dense_workspace_query():
-    """bsr_sdd_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name; on
-    CUDA, 0 or room for the m × n product (+ cuBLAS's workspace; in TF32 + the smaller operand
-    transposed), and bsr_sdd_workspace_bytes agrees with it wherever it is not 0."""
+    """bsr_sdd_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name."""
     assert _C.bsr_sdd_dense_bytes(4096, 8192, 4096, 32, 8192, False, -1, "bfloat16") == 0
     with pytest.raises(ValueError, match="dtype"):
         _C.bsr_sdd_dense_bytes(64, 64, 64, 32, 4, False, 0, "int8")
+
+
+@pytest.mark.cuda
+def test_sdd_dense_workspace_query_cuda():
+    """On CUDA, bsr_sdd_dense_bytes is 0 or room for the m × n product (+ cuBLAS's workspace; in
+    TF32 + the smaller operand transposed), and bsr_sdd_workspace_bytes agrees with it wherever it
+    is not 0."""
     if not (torch.cuda.is_available() and sparsekern.cuda_available()):
-        return
+        pytest.skip("needs CUDA")
     dev = torch.cuda.current_device()
     for name, size, tf32 in (("bfloat16", 2, False), ("float16", 2, False), ("float32", 4, True)):
         for block in BLOCKS:
@@ -706,14 +723,19 @@ def test_sdd_dense_path(kind, block, monkeypatch):
 
 
 def test_dds_dense_workspace_query():
-    """bsr_dds_dense_bytes: 0 without a CUDA device; on CUDA 0 or room for op(S) dense after the
-    tile-counter area (+ cuBLAS's workspace), which bsr_dds_workspace_bytes then returns too; few
-    rows or a lone block never take the dense path by default."""
+    """bsr_dds_dense_bytes: 0 without a CUDA device, a clear error for an unknown dtype name."""
     assert _C.bsr_dds_dense_bytes(8192, 32, True, False, -1, 4096, 4096, 8192, "bfloat16") == 0
     with pytest.raises(ValueError, match="dtype"):
         _C.bsr_dds_dense_bytes(4, 32, True, False, 0, 64, 64, 64, "int8")
+
+
+@pytest.mark.cuda
+def test_dds_dense_workspace_query_cuda():
+    """On CUDA, bsr_dds_dense_bytes is 0 or room for op(S) dense after the tile-counter area
+    (+ cuBLAS's workspace), which bsr_dds_workspace_bytes then returns too; few rows or a lone
+    block never take the dense path by default."""
     if not (torch.cuda.is_available() and sparsekern.cuda_available()):
-        return
+        pytest.skip("needs CUDA")
     dev = torch.cuda.current_device()
     for name, size, tf32 in (("bfloat16", 2, False), ("float16", 2, False), ("float32", 4, True)):
         for block in BLOCKS:
