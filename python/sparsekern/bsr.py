@@ -907,17 +907,24 @@ def _dds_grads(grad, a, values, index, rows, cols, transpose, need_a, need_v, ne
         if need_v and need_bias and transpose and not differentiable and _fused_bias_grad:
             # y = x · Wᵀ + bias: the bias gradient Σ_rows ∂ℓ/∂y is the row sums of the weight
             # gradient's first operand, ∂ℓ/∂yᵀ, which the HMMA sdd sums as it loads it
-            # (SddParams::a_row_sums); where another kernel runs the product, the GEMV below.
-            gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums="fused")
+            # (SddParams::a_row_sums); where another kernel runs the product, the GEMV below, or,
+            # where that has no ones vector to read without allocating one (in a capture on a
+            # stream that never ran it eagerly: torch.cuda.graph's warm-up and capture streams
+            # differ), the library's column-sum pass (as fast as the GEMV; torch's sum, the other
+            # way out, took 2-3x as long: 15-25 µs for 8192 × 768 bf16 on an H100).
+            mode = "fused" if not grad.is_cuda or _has_ones(grad, ones_stream) or not _capturing() else True
+            gv, gbias = _sdd_impl(grad.t(), a, values, index, rows, cols, True, row_sums=mode)
         elif need_v:
             gv = sdd_(grad.t(), a, values, index, rows, cols) if transpose else sdd_(a.t(), grad, values, index, rows, cols)
         if need_bias and gbias is None:
-            gbias = grad.sum(0) if differentiable else _column_sums(grad)
+            gbias = grad.sum(0) if differentiable else _column_sums(grad, ones_stream)
         return gv, gbias
 
     index = tuple(index)
+    ones_stream = None
     if (need_a and need_v and not differentiable and grad.is_cuda and _concurrent_grads
             and not torch.compiler.is_compiling() and _capturing()):
+        ones_stream = _raw_stream(grad.get_device())  # the user stream's ones vector (_column_sums)
         gv, gbias = _on_side_stream(grad.device, weight_grads)
         ga = dds_(grad, values, index, rows, cols, not transpose, None)
         _join_side_stream(grad.device, (gv, gbias))
@@ -962,27 +969,47 @@ def _join_side_stream(device: torch.device, made) -> None:
 
 
 # A ones vector per (device, dtype, stream) for _column_sums, grown to the largest row count seen.
+# A vector that a larger one replaces stays alive (_ones_retired): a CUDA graph captured while it
+# was current reads it at every replay, and torch's graphs do not keep their inputs alive.
 _ones: dict = {}
+_ones_retired: list = []
 
 
-def _column_sums(g: torch.Tensor) -> torch.Tensor:
+def _ones_key(g: torch.Tensor, stream: Optional[int]) -> tuple:
+    return (g.get_device(), g.dtype, _raw_stream(g.get_device()) if stream is None else stream)
+
+
+def _has_ones(g: torch.Tensor, stream: Optional[int] = None) -> bool:
+    """Whether _column_sums(g, stream) takes the GEMV without allocating (a CUDA matrix whose row
+    count the cached ones vector covers)."""
+    ones = _ones.get(_ones_key(g, stream))
+    return ones is not None and ones.shape[0] >= g.shape[0] and g.dim() == 2
+
+
+def _column_sums(g: torch.Tensor, stream: Optional[int] = None) -> torch.Tensor:
     """Σ over the rows of `g` (m × n): the bias gradient of a linear layer. On CUDA a cuBLAS GEMV
     against a cached ones vector, which reads `g` faster than torch's reduction (H100, 8192 rows:
     27 vs 37 µs for 4096 bf16 columns, 7 vs 15 µs for 768, 47 vs 58 µs for 4096 fp32;
-    tools/diag/bias_grad.py), else torch's sum."""
+    tools/diag/bias_grad.py), else torch's sum. `stream`: the raw stream whose ones vector to read
+    (default the current one); the side stream of a captured backward reads its user stream's,
+    which that stream filled before the capture (a side stream runs nothing outside captures, so
+    it never has one of its own)."""
     if not g.is_cuda or g.dim() != 2 or g.shape[0] == 0:
         return g.sum(0)
     m = g.shape[0]
-    key = (g.get_device(), g.dtype, _raw_stream(g.get_device()))
+    key = _ones_key(g, stream)
     ones = _ones.get(key)
     if ones is None or ones.shape[0] < m:
-        if _capturing():  # no allocation that outlives a capture
+        if _capturing() or stream is not None:  # no allocation that outlives a capture
             return g.sum(0)
         # Like _core's per-stream buffers: allocated by a helper thread on this stream, so that a
         # CUDA-graph tree's warm-up (which routes this thread's allocations to its pool) does not
-        # leave a pool allocation in the cache.
-        n = max(m, 1024)
+        # leave a pool allocation in the cache. Grown at least twofold, so that the retired
+        # vectors take at most as much memory as the current one.
+        n = max(m, 1024, 0 if ones is None else 2 * ones.shape[0])
         buf = persistent_buffer(n * g.element_size(), g.device)
+        if ones is not None:
+            _ones_retired.append(ones)
         ones = _ones[key] = buf.view(g.dtype)
         ones.fill_(1)
     return torch.mv(g.t(), ones[:m])

@@ -362,6 +362,32 @@ def test_bias_gradient_column_sums(dtype):
 
 
 @pytest.mark.cuda
+def test_bias_column_sums_outlive_a_larger_batch():
+    """A CUDA graph captured over the bias gradient's GEMV reads the cached ones vector at every
+    replay; a larger batch afterwards grows the cache, and the vector the graph reads must stay
+    alive (freed, its memory would be handed to the next allocation of its size on that stream:
+    a wrong bias gradient, silently)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        g1 = randn(1500, 64, dtype=torch.float32, device="cuda")
+        bsr._column_sums(g1)  # this stream's ones vector, 1500 rows
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=s):
+            out = bsr._column_sums(g1)
+        assert bsr._has_ones(g1)
+        bsr._column_sums(randn(5000, 64, dtype=torch.float32, device="cuda"))  # grows the cache
+        junk = [torch.full((1500,), 3.0, device="cuda") for _ in range(32)]  # the old vector's size
+        out.zero_()
+        graph.replay()
+    torch.cuda.synchronize()
+    assert rel_error(out, g1.double().sum(0)) <= tol(torch.float32, torch.device("cuda"))
+    del junk
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("block", [64, 128])
 @pytest.mark.parametrize("layouts", ["col-row", "row-col", "row-row", "col-col"])
 @pytest.mark.parametrize("copies", [True, False], ids=["copies", "no-copies"])
@@ -523,12 +549,20 @@ def test_linear_concurrent_grads(case, monkeypatch):
     forks = []
     fork = bsr._on_side_stream
     monkeypatch.setattr(bsr, "_on_side_stream", lambda *a: forks.append(1) or fork(*a))
+    # The captured bias gradient: capture_graph warms up on a stream of its own and captures on
+    # another, which has no ones vector for the GEMV; the library's column-sum pass (next to the
+    # weight gradient) sums it there, not torch's sum (_column_sums' way out in a capture).
+    sums_in_capture = []
+    column_sums = bsr._column_sums
+    monkeypatch.setattr(bsr, "_column_sums",
+                        lambda *a: (bsr._capturing() and sums_in_capture.append(1)) or column_sums(*a))
     replays = []
     for concurrent in (False, True):
         monkeypatch.setattr(bsr, "_concurrent_grads", concurrent)
         forks.clear()
         graph, outs = capture_graph(step)  # warm-up calls outside the capture, then the capture
         assert len(forks) == (1 if concurrent else 0)  # only the captured call forks, when asked
+        assert not sums_in_capture
         for _ in range(2):
             graph.replay()
             torch.cuda.synchronize()
@@ -540,7 +574,7 @@ def test_linear_concurrent_grads(case, monkeypatch):
     in_order = step()
     for outs in replays:
         assert torch.equal(in_order[0], outs[0]) and torch.equal(in_order[1], outs[1])
-        if bias:  # the kernel's fused row sums, or (no workspace in a capture) torch's sum: rounding
+        if bias:  # the kernel's fused row sums or the library's pass, the eager GEMV: rounding
             assert rel_error(outs[2], in_order[2].double()) <= tol(dtype, dev)
 
     dense_w = layer.to_dense_linear().weight.detach().double()
