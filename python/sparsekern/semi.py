@@ -14,7 +14,10 @@ it), or whose first timed call takes over 3x the dense product, is dropped and l
 reason in ``search_report()``; the winner is run and checked once more before it is kept, and a
 cuSPARSELt failure after the choice switches that shape to the dense product with a warning. The
 choice times kernels (it synchronises the stream), so warm up before capturing a CUDA graph; inside
-a capture the untimed default is used.
+a capture the untimed default is used. A captured graph compresses a weight that requires grad at
+every replay (a training step's graph sees each optimizer step); a frozen weight (requires_grad
+False, e.g. ``model.requires_grad_(False)`` for inference graphs) is compressed once, so after
+changing it in place, capture again (the next eager call warns).
 
 Why not every configuration by default: sweeping all of cuSPARSELt's configurations
 (``SPARSEKERN_SEMI_SEARCH=1``, or its own ``cusparseLtMatmulSearch``, ``=lt``) found the fast ones,
@@ -260,16 +263,61 @@ class _WeightEntry:
         self.ref, self.key, self.data = ref, key, data
 
 
+# Cached tensors and plans that a CUDA-graph capture read, by id: a graph reads them at every replay
+# and torch's graphs keep no input alive, so a cache that replaces or evicts one must not free it.
+_graph_held: dict = {}
+
+
+def _hold_for_graph(obj) -> None:
+    with _lock:
+        _graph_held[id(obj)] = obj
+
+
+# Frozen weights whose cached compressed (or masked) form a capture read: id -> (weakref, data
+# pointer, version) at the capture. An eager call that finds the weight changed warns once.
+_captured_frozen: dict = {}
+
+
+def _warn_if_captured_changed(weight: torch.Tensor) -> None:
+    rec = _captured_frozen.get(id(weight))
+    if rec is None:
+        return
+    ref, ptr, version = rec
+    if ref() is not weight:
+        _captured_frozen.pop(id(weight), None)
+    elif (weight.data_ptr(), weight._version) != (ptr, version):
+        _captured_frozen.pop(id(weight), None)
+        warnings.warn("sparsekern: a CUDA graph captured a SemiStructuredLinear whose weight does not "
+                      "require grad, and that weight has changed since: the graph's replays still "
+                      "compute with the weight of its capture. Capture the graph again after changing "
+                      "a frozen weight (a weight that requires grad is read at every replay).",
+                      RuntimeWarning, stacklevel=4)
+
+
 def _cached_for_weight(store: dict, weight: torch.Tensor, key: tuple, build):
     """``build()``'s result for `weight`, rebuilt only when `key` changes (a new tensor, or an
-    in-place update bumping its version); the entry dies with the weight tensor."""
+    in-place update bumping its version); the entry dies with the weight tensor.
+
+    While a CUDA graph records, a weight that requires grad is built inside the graph, cache or
+    not: the graph replays without running this code, so a cached result would stay the one of the
+    capture's weight version through every later optimizer step (a training step's graph would
+    compute with the old weight, silently). A frozen weight (requires_grad False: inference graphs)
+    takes the cache, which then keeps that result alive; changing such a weight in place after the
+    capture leaves the graph with the old value, and the next eager call warns."""
     entry = store.get(id(weight))
+    capturing = weight.is_cuda and _capturing()
     if entry is not None and entry.ref() is weight and entry.key == key:
-        return entry.data
+        if not capturing:
+            return entry.data
+        if not weight.requires_grad:
+            _hold_for_graph(entry.data)
+            with _lock:
+                _captured_frozen[id(weight)] = (weakref.ref(weight), weight.data_ptr(), weight._version)
+            return entry.data
     data = outside_graph_pools(weight.device, build)
-    if weight.is_cuda and _capturing():
-        # A cache miss while a graph records: the graph runs the build at every replay, and its
-        # result lives in the graph's pool, where no cache may keep it.
+    if capturing:
+        # Built while a graph records: the graph runs the build at every replay, and its result
+        # lives in the graph's pool, where no cache may keep it.
         return data
     ident = id(weight)
     with _lock:
@@ -620,11 +668,34 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
                        f"cusparselt forbids the dense fallback): {rows}")
 
 
+def _timed_on_another_stream(key: tuple) -> Optional[_Choice]:
+    """The latest choice in _plans for the problem of `key` on another stream (key[6] is the
+    stream; the latest is typically the warm-up's, whose compressed form is still cached), or None.
+    Call with _lock held."""
+    want = key[:6] + key[7:]
+    for k, c in reversed(_plans.items()):
+        if k[:6] + k[7:] == want:
+            return c
+    return None
+
+
+def _same_choice(pb: _Problem, timed: _Choice) -> _Choice:
+    """`timed`'s way of running `pb`, with a plan and workspace of its own."""
+    if timed.kind == "dense":
+        return _Choice("dense")
+    if timed.kind == "cutlass":
+        return pb.cutlass_choice(timed.config)
+    plan, ws = pb.make_plan(timed.y_transposed, timed.plan.algorithm_id)
+    return _Choice("lt", plan, ws, timed.y_transposed)
+
+
 def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bias: Optional[torch.Tensor],
                  strided_ok: bool = False):
     """y = x2·(W∘M)ᵀ + bias through cuSPARSELt (or the dense product where it was timed faster);
     x2 is (m, in_features). With `strided_ok` the result may be the transposed view of Yᵀ."""
     _ensure_cusparselt()
+    if _captured_frozen and not _capturing():
+        _warn_if_captured_changed(weight)
     if x2.shape[0] == 0:
         return x2.new_empty((0, weight.shape[0]))
     pb = _Problem(x2, weight, mask, bias, strided_ok)
@@ -633,6 +704,18 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
            pb.stream, backend, mode, os.environ.get("SPARSEKERN_SEMI_LAYOUT", ""), strided_ok)
     with _lock:
         choice = _plans.get(key)
+        timed = _timed_on_another_stream(key) if choice is None and _capturing() else None
+    if timed is not None:
+        # A capture on a stream without a choice of its own (torch.cuda.graph warms up on one
+        # stream and captures on another; choices are per stream for their workspaces): the way
+        # timed for this problem on another stream, with a plan and workspace of this capture's
+        # own (in the graph's pool: kept by no cache). The untimed default would run instead,
+        # cuSPARSELt's default configuration, 3-4x slower there (tools/diag/semi_capture_cost.py).
+        if timed.kind == "lt":
+            pb.comp = _compressed_weight(weight, mask, pb.n_pad, pb.k_pad)
+        elif timed.kind == "cutlass":
+            pb.cut = _cutlass_weight(weight, mask, pb.n_pad, pb.k_pad)
+        return pb.run(_same_choice(pb, timed))
     if choice is None or choice.kind == "lt":
         try:
             pb.comp = _compressed_weight(weight, mask, pb.n_pad, pb.k_pad)
@@ -665,6 +748,8 @@ def _linear_cuda(x2: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor, bia
                     del store[id(weight)]
     else:
         _stats["plan_cache_hits"] += 1
+        if _capturing():  # the plan's workspace outlives an eviction from _plans (see _graph_held)
+            _hold_for_graph(choice)
     if choice.kind == "dense" or backend == "cusparselt":
         return pb.run(choice)
     try:
@@ -701,6 +786,8 @@ def _clear() -> None:
         _compressed.clear()
         _cutlass_compressed.clear()
         _masked.clear()
+        _graph_held.clear()
+        _captured_frozen.clear()
 
 
 def _alloc(nbytes: int, device):

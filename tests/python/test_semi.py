@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import os
+import warnings
 
 import pytest
 import torch
@@ -654,3 +655,88 @@ def test_compile_reduce_overhead():
         want, = torch.autograd.grad(y_e, [x], go)
         assert rel_error(y, y_e) <= 1e-2
         assert rel_error(gx, want) <= 1e-2
+
+
+@pytest.mark.cuda
+def test_semi_captured_step_sees_weight_updates():
+    """A CUDA graph of a training step (forward + weight gradient), replayed after in-place weight
+    updates between replays (what an optimizer step does), computes with the updated weight: the
+    capture does not read the compressed (or masked) weight cached at warm-up, which a replay could
+    never refresh. A frozen weight's capture may read the cache (faster replays); if its replays still
+    use the old weight after a change, the next eager call warned."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from sparsekern.testing import capture_graph
+    dev = torch.device("cuda")
+    torch.manual_seed(11)
+    layer = sk.SemiStructuredLinear.from_dense(torch.nn.Linear(512, 256, device=dev, dtype=torch.float16))
+    x = randn(640, 512, dtype=torch.float16, device="cuda")
+    go = randn(640, 256, dtype=torch.float16, device="cuda")
+
+    def want():
+        w = (layer.weight * layer.mask).double()
+        return x.double() @ w.t() + layer.bias.double(), (go.double().t() @ x.double()) * layer.mask
+
+    def step():
+        y = layer(x)
+        return (y, *torch.autograd.grad(y, [layer.weight], go))
+
+    graph, (y, gw) = capture_graph(step)
+    for scale in (1.0, -0.5, 3.0):
+        with torch.no_grad():
+            layer.weight.mul_(scale)  # in place, between replays
+        graph.replay()
+        torch.cuda.synchronize()
+        y_ref, gw_ref = want()
+        assert rel_error(y, y_ref) <= tolerance(torch.float16), scale
+        assert rel_error(gw, gw_ref) <= tolerance(torch.float16), scale
+
+    layer.requires_grad_(False)  # frozen: an inference graph
+    with torch.no_grad():
+        graph, y = capture_graph(lambda: layer(x))
+    assert id(layer.weight) in sksemi._captured_frozen  # the capture read the warm-up's cached form
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel_error(y, want()[0]) <= tolerance(torch.float16)
+    y_capture = want()[0]
+    with torch.no_grad():
+        layer.weight.mul_(2.0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fresh = layer(x)
+    assert rel_error(fresh, want()[0]) <= tolerance(torch.float16)  # eager calls see the change
+    graph.replay()
+    torch.cuda.synchronize()
+    # The replay either compressed the new weight (the capture built it in the graph: the cached form
+    # was gone, e.g. freed when the warm-up's choice picked the other kernel) or read the capture's
+    # cached form; then the eager call above warned. Never silently the old weight.
+    if rel_error(y, want()[0]) > tolerance(torch.float16):
+        assert rel_error(y, y_capture) <= tolerance(torch.float16)
+        assert any("Capture the graph again" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+@pytest.mark.cuda
+def test_semi_capture_takes_the_timed_choice(monkeypatch):
+    """A capture on a stream without a choice of its own (capture_graph, like torch.cuda.graph, warms
+    up on one stream and captures on another) runs the way timed on the warm-up stream, with its own
+    plan and workspace, not the untimed default; replays give the float64 result."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from sparsekern.testing import capture_graph
+    torch.manual_seed(12)
+    layer = sk.SemiStructuredLinear.from_dense(torch.nn.Linear(512, 256, device="cuda", dtype=torch.float16))
+    x = randn(640, 512, dtype=torch.float16, device="cuda")
+    chosen = []
+    choose = sksemi._choose
+    monkeypatch.setattr(sksemi, "_choose", lambda pb, *a: chosen.append(sksemi._capturing()) or choose(pb, *a))
+    same = []
+    same_choice = sksemi._same_choice
+    monkeypatch.setattr(sksemi, "_same_choice", lambda pb, t: same.append(t.kind) or same_choice(pb, t))
+    with torch.no_grad():
+        graph, y = capture_graph(lambda: layer(x))
+    assert chosen == [False] and len(same) == 1  # timed once, eagerly; the capture took that way
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = x.double() @ (layer.weight * layer.mask).double().t() + layer.bias.double()
+        assert rel_error(y, ref) <= tolerance(torch.float16)
