@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (as_dlpack, autocast_args, check_backend, check_tensor, dtype_name,
+from ._core import (_capturing, as_dlpack, autocast_args, check_backend, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -153,7 +153,10 @@ class _Pattern:
                 crow_t[1:] = torch.cumsum(torch.bincount(j, minlength=self.cols), 0)
                 return crow_t.to(crow.dtype), row_of[perm].to(crow.dtype).contiguous(), perm
 
-            self._transposed = outside_graph_pools(crow.device, make)
+            made = outside_graph_pools(crow.device, make)
+            if _capturing():  # made in the graph's pool: used by this capture, kept by no cache
+                return made
+            self._transposed = made
         return self._transposed
 
     def indices(self):
@@ -163,8 +166,11 @@ class _Pattern:
             return self.crow, self.col
         if self._device_indices is None:
             if self.col.numel() <= _INT32_MAX and self.cols <= _INT32_MAX:
-                self._device_indices = outside_graph_pools(
+                made = outside_graph_pools(
                     self.crow.device, lambda: (self.crow.to(torch.int32), self.col.to(torch.int32)))
+                if _capturing():  # as in transposed()
+                    return made
+                self._device_indices = made
             else:
                 self._device_indices = (self.crow, self.col)
         return self._device_indices
@@ -281,6 +287,10 @@ def _vector_ready(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+# CsrSpmmPlan.algorithm's names → its constructor's algorithm numbers (csr::SpmmAlgorithm).
+_SPMM_ALGORITHMS = {"default": 0, "csr_alg1": 1, "csr_alg2": 2, "csr_alg3": 3}
+
+
 def _time_plan(run, device) -> float:
     """Median of 3 event-timed runs after one warm-up (autotuning only)."""
     run()
@@ -321,6 +331,15 @@ def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool, *, trus
                 transpose_a)
 
     entry = pattern.plans.get(key)
+    if entry is None and values.device.type == "cuda" and _capturing():
+        # A capture on a stream without a plan of its own (plans are per stream for their
+        # workspaces; torch.cuda.graph warms up on one stream and captures on another): the
+        # algorithm timed for this problem on another stream, untimed here (timing synchronises,
+        # which a capture forbids), its workspace in the graph's pool and kept by no cache.
+        name = next((e[0].algorithm for k, e in reversed(pattern.plans.items()) if k[:-1] == key[:-1]), "default")
+        plan = _C.CsrSpmmPlan(*args(), _SPMM_ALGORITHMS.get(name, 0))
+        plan.run(*args(), 1.0, 0.0, *_ws_arg(_workspace(plan.workspace_size, values.device)), stream)
+        return
     if entry is None:
         entry = _make_spmm_plan(args, values.device, stream)
         pattern.plans[key] = entry
@@ -392,7 +411,8 @@ def _sddmm_into(crow, col, rows, cols, x, y, out_values) -> None:
                 entry = ("fp32", None)
             else:
                 raise
-        pattern.plans[key] = entry
+        if not _capturing():  # a capture's workspace is in the graph's pool: kept by no cache
+            pattern.plans[key] = entry
     else:
         _stats["plan_cache_hits"] += 1
     plan, ws = entry
