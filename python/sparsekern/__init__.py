@@ -50,12 +50,13 @@ def cuda_available() -> bool:
 def _release_at_exit() -> None:
     import gc
 
-    from . import _core, semi
+    from . import _core, csr, semi
 
     # Plans hold cuSPARSE / cuSPARSELt state: release them before the handles, and before nanobind
     # checks for leaked instances at interpreter teardown. Each step runs even if an earlier one
     # raised (e.g. after a sticky CUDA error), so no cached plan outlives the module.
-    for step in (csr_clear_cache, semi._clear, gc.collect, _core.release_workspaces, _C.destroy_handles):
+    for step in (csr_clear_cache, csr.release_graph_buffers, semi._clear, gc.collect, _core.release_workspaces,
+                 _C.destroy_handles):
         try:
             step()
         except Exception:  # noqa: BLE001 - at exit there is no caller left to report to

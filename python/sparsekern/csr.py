@@ -20,6 +20,7 @@ import collections
 import math
 import os
 import threading
+import weakref
 
 import torch
 from torch import nn
@@ -114,11 +115,19 @@ def _check_sddmm(crow, col, rows, cols, x, y):
 # --------------------------------------------------------------------------------------------
 # Pattern registry: structure check once per pattern, plans and workspaces per pattern
 # --------------------------------------------------------------------------------------------
-# Patterns whose index tensors, plans and workspaces stay cached (LRU beyond): bounded so that a
-# stream of one-off patterns cannot pin device memory; 64 covers every layer of typical models.
-_MAX_PATTERNS = 64
+# Patterns whose structure was checked, with their index copies, plans and workspaces, by the
+# identity of the index tensors they were made from: an entry dies with those tensors (a
+# weakref.finalize on each), so live patterns are never evicted (before session 28 a 64-entry LRU
+# held them: a model with more than 32 trained SparseLinear layers, two patterns each with the
+# transpose its backward builds, re-checked every pattern with host syncs on every step and could
+# not be captured in a CUDA graph) and dead ones pin no memory. An entry also records the tensors'
+# data pointers and versions; an in-place change of the indices makes a new entry.
 _lock = threading.Lock()
-_patterns: "collections.OrderedDict[tuple, _Pattern]" = collections.OrderedDict()
+_patterns: dict = {}  # (id(crow), id(col)) -> (key, _Pattern)
+# Patterns (with their index copies, plans and workspaces) that a CUDA-graph capture used, by id:
+# kept alive past their tensors' death or csr_clear_cache(), since the graph reads them at every
+# replay and torch's graphs keep no input alive. release_graph_buffers() lets go of them.
+_graph_held: dict = {}
 _stats = collections.Counter()
 
 
@@ -127,22 +136,23 @@ def _autotune_enabled() -> bool:
 
 
 class _Pattern:
-    """A validated sparsity pattern: its index tensors (kept alive, so the cache key's data
-    pointers cannot be reused), the int32 copies cuSPARSE gets, and the plans made for it."""
+    """A validated sparsity pattern: the int32 copies cuSPARSE gets, the transposed pattern and the
+    plans made for it. It holds no reference to the index tensors it was made from (the cache entry
+    dies with them, see _pattern); the methods take them."""
 
-    __slots__ = ("crow", "col", "rows", "cols", "plans", "_device_indices", "_transposed")
+    __slots__ = ("rows", "cols", "plans", "_device_indices", "_transposed", "__weakref__")
 
-    def __init__(self, crow, col, rows, cols):
-        self.crow, self.col, self.rows, self.cols = crow, col, rows, cols
+    def __init__(self, rows, cols):
+        self.rows, self.cols = rows, cols
         self.plans: dict = {}
         self._device_indices = None
         self._transposed = None
 
-    def transposed(self):
+    def transposed(self, crow, col):
         """(crow, col, perm) of Aᵀ in CSR (made once, on the pattern's device): values of Aᵀ are
         values[perm]. Stable sort by column keeps rows sorted within each column of A."""
         if self._transposed is None:
-            crow, col = self.indices()
+            crow, col = self.indices(crow, col)
 
             def make():
                 nnz = col.numel()
@@ -159,20 +169,18 @@ class _Pattern:
             self._transposed = made
         return self._transposed
 
-    def indices(self):
+    def indices(self, crow, col):
         """Index tensors for the backend. On CUDA, int64 patterns that fit get int32 copies
         (made once): half the index traffic, and cuSPARSE's 32-bit kernels are its tuned ones."""
-        if self.crow.device.type != "cuda" or self.crow.dtype == torch.int32:
-            return self.crow, self.col
+        if crow.device.type != "cuda" or crow.dtype == torch.int32:
+            return crow, col
+        if col.numel() > _INT32_MAX or self.cols > _INT32_MAX:
+            return crow, col
         if self._device_indices is None:
-            if self.col.numel() <= _INT32_MAX and self.cols <= _INT32_MAX:
-                made = outside_graph_pools(
-                    self.crow.device, lambda: (self.crow.to(torch.int32), self.col.to(torch.int32)))
-                if _capturing():  # as in transposed()
-                    return made
-                self._device_indices = made
-            else:
-                self._device_indices = (self.crow, self.col)
+            made = outside_graph_pools(crow.device, lambda: (crow.to(torch.int32), col.to(torch.int32)))
+            if _capturing():  # as in transposed()
+                return made
+            self._device_indices = made
         return self._device_indices
 
 
@@ -223,22 +231,38 @@ def _validate_structure(crow, col, rows, cols) -> None:
             _raise_structure(crow, col, rows, cols)
 
 
+def _drop_pattern(ident) -> None:
+    _patterns.pop(ident, None)  # no lock: a finalizer may run inside a locked block of this thread
+
+
 def _pattern(crow, col, rows: int, cols: int, *, trusted: bool = False) -> _Pattern:
+    ident = (id(crow), id(col))
     key = (crow.device, crow.dtype, crow.data_ptr(), col.data_ptr(), crow._version, col._version,
            rows, cols, col.numel())
-    with _lock:
-        p = _patterns.get(key)
-        if p is not None:
-            _patterns.move_to_end(key)
-            return p
+    capturing = crow.device.type == "cuda" and _capturing()
+    entry = _patterns.get(ident)
+    if entry is not None and entry[0] == key:
+        if capturing:
+            with _lock:
+                _graph_held[id(entry[1])] = entry[1]
+        return entry[1]
+    if capturing:
+        if not trusted:
+            # The structure check synchronises, which a capture forbids (the capture would fail
+            # with an error that names nothing); warm-up calls cache the pattern before it.
+            raise RuntimeError("sparsekern.csr: a CSR pattern first seen during a CUDA-graph capture; its "
+                               "structure check synchronises with the GPU, so run the product once "
+                               "before capturing it (as torch.cuda.graph's warm-up does)")
+        return _Pattern(rows, cols)  # made from the graph's tensors: kept by no cache
     if not trusted:  # trusted: built by this module (a transpose), valid by construction
         _validate_structure(crow, col, rows, cols)
-    p = _Pattern(crow, col, rows, cols)
-    with _lock:
-        _patterns[key] = p
-        _stats["patterns_validated"] += 1
-        while len(_patterns) > _MAX_PATTERNS:
-            _patterns.popitem(last=False)
+    p = _Pattern(rows, cols)
+    _stats["patterns_validated"] += 1
+    fresh = ident not in _patterns
+    _patterns[ident] = (key, p)
+    if fresh:
+        weakref.finalize(crow, _drop_pattern, ident)
+        weakref.finalize(col, _drop_pattern, ident)
     return p
 
 
@@ -261,9 +285,17 @@ def csr_plan_stats() -> dict:
 
 
 def csr_clear_cache() -> None:
-    """Drop every cached pattern, plan and workspace."""
+    """Drop every cached pattern, plan and workspace (those a CUDA-graph capture used stay alive
+    until release_graph_buffers())."""
+    _patterns.clear()
+
+
+def release_graph_buffers() -> None:
+    """Lets go of the patterns, plans and workspaces that CUDA-graph captures used (kept alive for
+    their replays: torch's graphs do not keep their inputs alive). Call it after deleting those
+    graphs; replaying a graph captured before the call is then undefined."""
     with _lock:
-        _patterns.clear()
+        _graph_held.clear()
 
 
 def _dense_ready(t: torch.Tensor) -> torch.Tensor:
@@ -319,10 +351,10 @@ def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool, *, trus
         return
     values = _vector_ready(values)
     if transpose_a and (values.device.type == "cuda" or _EXPLICIT_TRANSPOSE_ON_CPU):
-        crow_t, col_t, perm = pattern.transposed()
+        crow_t, col_t, perm = pattern.transposed(crow, col)
         _spmm_into(crow_t, col_t, values.index_select(0, perm), cols, rows, b, out, False, trusted=True)
         return
-    ci, cj = pattern.indices()
+    ci, cj = pattern.indices(crow, col)
     stream = stream_of(values)
     key = ("mm", values.dtype, transpose_a, tuple(b.shape), b.stride(), tuple(out.shape), out.stride(), stream)
 
@@ -390,7 +422,7 @@ def _sddmm_into(crow, col, rows, cols, x, y, out_values) -> None:
     pattern = _pattern(crow, col, rows, cols)
     if out_values.numel() == 0:
         return
-    ci, cj = pattern.indices()
+    ci, cj = pattern.indices(crow, col)
     stream = stream_of(out_values)
     key = ("sddmm", out_values.dtype, tuple(x.shape), x.stride(), tuple(y.shape), y.stride(), stream)
     entry = pattern.plans.get(key)

@@ -124,3 +124,30 @@ def test_capture_inplace_inference(dtype):
         assert rel_error(out, r) <= 4 * tolerance(dtype)
 
     _replays(graph, [x], check)
+
+
+def test_capture_many_sparse_layers():
+    """A training step over 40 SparseLinear layers (80 CSR patterns with the transposes of the
+    backward) captures and replays right: before session 28 a 64-pattern LRU evicted them in turn,
+    and the capture's structure check of an evicted pattern synchronised (capture invalidated)."""
+    torch.manual_seed(4)
+    layers = torch.nn.Sequential(*[sk.SparseLinear(64, 64, density=0.2, device="cuda") for _ in range(40)])
+    x = randn(9, 64, dtype=torch.float32, device="cuda").requires_grad_()
+
+    def step():
+        y = layers(x)
+        return (y, *torch.autograd.grad(y.square().sum(), [x]))
+
+    graph, (y, gx) = capture_graph(step)
+
+    def check():
+        xd = x.detach().double().requires_grad_()
+        h = xd
+        for layer in layers:
+            h = h @ layer.weight.to_dense().double().t() + layer.bias.double()
+        (want,) = torch.autograd.grad(h.square().sum(), [xd])
+        assert rel_error(y, h) <= 1e-5 and rel_error(gx, want) <= 1e-5
+
+    _replays(graph, [x], check)
+    del graph
+    sk.csr.release_graph_buffers()

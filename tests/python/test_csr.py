@@ -437,3 +437,48 @@ def test_compile_reduce_overhead():
         assert rel_error(y, y_e) <= 1e-5
         for a, w in zip(got, want):
             assert rel_error(a, w) <= 1e-5
+
+
+def test_pattern_cache_holds_every_live_layer(monkeypatch):
+    """Each live pattern's structure is checked once, however many layers a model has: training 80
+    SparseLinear layers checks their patterns on the first step and none on the next two (a 64-entry
+    LRU, before session 28, re-checked them all, with host syncs, on every step); the entries go with
+    the layers' index tensors."""
+    import gc
+    monkeypatch.setattr(skcsr, "_EXPLICIT_TRANSPOSE_ON_CPU", True)  # the CUDA path's transposes
+    gc.collect()
+    n0 = len(skcsr._patterns)
+    torch.manual_seed(0)
+    layers = [sk.SparseLinear(32, 24, density=0.3) for _ in range(80)]
+    x = randn(5, 32, dtype=torch.float32, device="cpu")
+
+    def step():
+        loss = sum(layer(x).square().sum() for layer in layers)
+        loss.backward()
+
+    step()
+    checked = sk.csr_plan_stats()["patterns_validated"]
+    assert len(skcsr._patterns) - n0 >= 80
+    step()
+    step()
+    assert sk.csr_plan_stats()["patterns_validated"] == checked
+    del layers, step
+    gc.collect()
+    assert len(skcsr._patterns) == n0
+
+
+def test_pattern_cache_sees_in_place_index_changes():
+    """An in-place change of a pattern's index tensors (a version bump) is a new pattern: checked
+    again and used, not the cached one."""
+    dense = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])
+    m = sk.CSRMatrix.from_dense(dense)
+    b = torch.eye(3)
+    assert torch.equal(sk.csr_matmul(m, b), dense)
+    with torch.no_grad():
+        m.col_indices[1] = 1  # row 0's second entry moves from column 2 to column 1
+    want = torch.tensor([[1.0, 2.0, 0.0], [0.0, 3.0, 0.0]])
+    assert torch.equal(sk.csr_matmul(m, b), want)
+    with torch.no_grad():
+        m.col_indices[1] = 0  # now a repeated column: the structure check names it
+    with pytest.raises(ValueError, match="col_indices"):
+        sk.csr_matmul(m, b)
