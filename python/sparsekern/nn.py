@@ -71,10 +71,19 @@ class BlockSparseLinear(nn.Module):
         self.reset_parameters(generator=generator)
 
     def _register_derived(self) -> None:
+        """The four index sets derived from the stored two, as buffers; written into the existing
+        ones where their shapes agree (a checkpoint with the same number of blocks), so that a CUDA
+        graph captured before a load_state_dict keeps valid pointers and reads the loaded pattern
+        (new tensors would leave it reading freed memory)."""
         rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
         derived = _bsr._derive_index_sets(self.block_row_offsets, self.block_col_indices, rb, cb)
         for name, t in zip(_bsr._INDEX_NAMES[2:], derived):
-            self.register_buffer(name, t, persistent=False)
+            old = self._buffers.get(name)
+            if old is not None and old.shape == t.shape and old.dtype == t.dtype and old.device == t.device:
+                with torch.no_grad():
+                    old.copy_(t)
+            else:
+                self.register_buffer(name, t, persistent=False)
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """``nn.Linear``'s initialisation: U(-1/√in, 1/√in) for the blocks and the bias."""

@@ -1876,9 +1876,19 @@ def test_linear_from_dense_and_back(device):
 def test_linear_state_dict(device):
     a = BlockSparseLinear(64, 64, density=0.25, block_size=16, device=device)
     b = BlockSparseLinear(64, 64, density=0.25, block_size=16, device=device)
+    derived = {name: getattr(b, name).data_ptr() for name in bsr._INDEX_NAMES[2:]}
     b.load_state_dict(a.state_dict())
+    # Same number of blocks: the derived index sets are rewritten in place (a CUDA graph holding
+    # them stays valid: test_linear_graph_survives_load_state_dict), and agree with a's.
+    assert {name: getattr(b, name).data_ptr() for name in bsr._INDEX_NAMES[2:]} == derived
+    for name in bsr._INDEX_NAMES:
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
     x = randn(3, 64, device=device)
     assert torch.equal(a(x), b(x))
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    a(xa).square().sum().backward()
+    b(xb).square().sum().backward()
+    assert torch.equal(xa.grad, xb.grad) and torch.equal(a.weight.grad, b.weight.grad)
     assert set(a.state_dict()) == {"weight", "bias", "block_row_offsets", "block_col_indices"}
     # A checkpoint with another density (another nnz) loads too.
     c = BlockSparseLinear(64, 64, density=0.75, block_size=16, device=device)
@@ -1887,6 +1897,42 @@ def test_linear_state_dict(device):
     buf.seek(0)
     a.load_state_dict(torch.load(buf))
     assert a.nnz_blocks == c.nnz_blocks and torch.equal(a(x), c(x))
+
+
+@pytest.mark.cuda
+def test_linear_graph_survives_load_state_dict():
+    """A CUDA graph of the layer's forward and gradients, replayed after load_state_dict of a
+    checkpoint with the same number of blocks (another pattern), computes with the loaded pattern and
+    values: every index set is rewritten where the graph reads it."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    torch.manual_seed(5)
+    layer = BlockSparseLinear(256, 192, density=0.25, block_size=32, device=dev, dtype=torch.float32)
+    other = BlockSparseLinear(256, 192, density=0.25, block_size=32, device=dev, dtype=torch.float32)
+    assert other.nnz_blocks == layer.nnz_blocks
+    x = torch.randn(40, 256, device=dev, requires_grad=True)
+    go = torch.randn(40, 192, device=dev)
+
+    def step():
+        y = layer(x)
+        return (y, *torch.autograd.grad(y, (x, layer.weight, layer.bias), go))
+
+    graph, outs = capture_graph(step)
+    layer.load_state_dict(other.state_dict())
+    junk = [torch.full((1 << 16,), 7, dtype=torch.int32, device=dev) for _ in range(16)]  # reuse freed memory
+    graph.replay()
+    torch.cuda.synchronize()
+    y, gx, gw, gb = outs
+    w = other.to_dense_linear().weight.detach().double()
+    xd, god = x.detach().double(), go.double()
+    t = tol(torch.float32, dev)
+    assert rel_error(y, xd @ w.t() + other.bias.double()) <= t
+    assert rel_error(gx, god @ w) <= t
+    rows, cols = other.block_row_indices.long(), other.block_col_indices.long()
+    grid = (god.t() @ xd).reshape(192 // 32, 32, 256 // 32, 32).permute(0, 2, 1, 3)
+    assert rel_error(gw, grid[rows, cols]) <= t
+    del junk
 
 
 # ------------------------------------------------------------------------------------------------
