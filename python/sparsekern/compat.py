@@ -73,7 +73,9 @@ def init_cublas(device=None) -> None:
 
 
 def destroy_cublas() -> None:
-    """Release every cuBLAS/cuSPARSE handle and cached workspace (optional; later ops recreate)."""
+    """Release every cuBLAS/cuSPARSE handle and cached workspace (optional; later ops recreate).
+    A CUDA graph captured before the call may have recorded those workspaces (the cuBLAS scratch
+    and the block-sparse tile counter of its stream): do not replay it afterwards."""
     _core.release_workspaces()
     _C.destroy_handles()
 

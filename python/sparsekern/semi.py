@@ -13,11 +13,16 @@ kept, so a shape where the sparse kernels lose runs dense. A candidate that fail
 it), or whose first timed call takes over 3x the dense product, is dropped and listed with its
 reason in ``search_report()``; the winner is run and checked once more before it is kept, and a
 cuSPARSELt failure after the choice switches that shape to the dense product with a warning. The
-choice times kernels (it synchronises the stream), so warm up before capturing a CUDA graph; inside
-a capture the untimed default is used. A captured graph compresses a weight that requires grad at
-every replay (a training step's graph sees each optimizer step); a frozen weight (requires_grad
-False, e.g. ``model.requires_grad_(False)`` for inference graphs) is compressed once, so after
-changing it in place, capture again (the next eager call warns).
+choice times kernels (it synchronises the stream), so warm up before capturing a CUDA graph: a
+capture takes the choice timed for the same problem on another stream (torch.cuda.graph warms up on
+one stream and captures on another), else cuSPARSELt's untimed default. A captured graph
+compresses a weight that requires grad at every replay (a training step's graph sees each optimizer
+step); a frozen weight (requires_grad False, e.g. ``model.requires_grad_(False)`` for inference
+graphs) is compressed once, so after changing it in place, capture again (the next eager call
+warns). What a capture read from the caches is kept alive for its replays until
+``release_graph_buffers()`` (call it once those graphs are deleted). The caches key on the weight's
+version counter, which an in-place op on ``weight.data`` does not advance: after such an update
+call ``layer.refresh()``.
 
 Why not every configuration by default: sweeping all of cuSPARSELt's configurations
 (``SPARSEKERN_SEMI_SEARCH=1``, or its own ``cusparseLtMatmulSearch``, ``=lt``) found the fast ones,
@@ -271,6 +276,15 @@ _graph_held: dict = {}
 def _hold_for_graph(obj) -> None:
     with _lock:
         _graph_held[id(obj)] = obj
+
+
+def release_graph_buffers() -> None:
+    """Lets go of the compressed weights and plans that CUDA-graph captures read from the caches
+    (kept alive for the graphs' replays, since torch's graphs do not keep their inputs alive).
+    Call it after deleting those graphs, e.g. before capturing again with changed frozen weights;
+    replaying a graph captured before the call is then undefined."""
+    with _lock:
+        _graph_held.clear()
 
 
 # Frozen weights whose cached compressed (or masked) form a capture read: id -> (weakref, data
@@ -937,6 +951,16 @@ class SemiStructuredLinear(nn.Module):
         # Outside autograd and compile, the output may be a strided view (SPARSEKERN_SEMI_OUTPUT); the
         # custom op always returns a contiguous tensor, the layout its fake implementation promises.
         return _semi_linear_impl(x, weight, self.mask, bias, strided_ok=_strided_output())
+
+    def refresh(self) -> None:
+        """Drops this layer's cached compressed (and masked) weight, so that the next call builds
+        them from the weight as it is. Needed only after changing the weight in a way torch does not
+        count as a change of the tensor: an in-place op on ``weight.data`` (as some master-weight
+        copies do) leaves its version counter as it was, and the cache keys on it (optimizer steps,
+        ``copy_`` under ``torch.no_grad()`` and new tensors are all seen)."""
+        with _lock:
+            for store in (_compressed, _cutlass_compressed, _masked):
+                store.pop(id(self.weight), None)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, sparsity=2:4"

@@ -695,6 +695,7 @@ def test_semi_captured_step_sees_weight_updates():
     with torch.no_grad():
         graph, y = capture_graph(lambda: layer(x))
     assert id(layer.weight) in sksemi._captured_frozen  # the capture read the warm-up's cached form
+    assert sksemi._graph_held  # ... and holds it for the graph's replays
     graph.replay()
     torch.cuda.synchronize()
     assert rel_error(y, want()[0]) <= tolerance(torch.float16)
@@ -713,6 +714,9 @@ def test_semi_captured_step_sees_weight_updates():
     if rel_error(y, want()[0]) > tolerance(torch.float16):
         assert rel_error(y, y_capture) <= tolerance(torch.float16)
         assert any("Capture the graph again" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    del graph
+    sksemi.release_graph_buffers()
+    assert not sksemi._graph_held
 
 
 @pytest.mark.cuda
@@ -740,3 +744,19 @@ def test_semi_capture_takes_the_timed_choice(monkeypatch):
         torch.cuda.synchronize()
         ref = x.double() @ (layer.weight * layer.mask).double().t() + layer.bias.double()
         assert rel_error(y, ref) <= tolerance(torch.float16)
+
+
+@pytest.mark.cuda
+def test_semi_refresh_after_data_update():
+    """An in-place update through ``weight.data`` leaves the version counter the cache keys on as it
+    was; ``refresh()`` drops the cached forms, and the next call uses the new weight."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    torch.manual_seed(13)
+    layer = sk.SemiStructuredLinear.from_dense(torch.nn.Linear(256, 128, device="cuda", dtype=torch.float16))
+    x = randn(96, 256, dtype=torch.float16, device="cuda")
+    with torch.no_grad():
+        layer(x)  # compressed and cached
+        layer.weight.data.mul_(-2.0)
+        layer.refresh()
+        _check_layer(layer, x, torch.float16)
