@@ -11,22 +11,13 @@ import sys
 
 import torch
 
-import sparsekern
 from sparsekern import bsr
 from sparsekern.testing import capture_graph, rel_error
+from graphtime import layer_from_spec, replay_time
 
-dev = torch.device("cuda")
-DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
-m, n_calls = 8192, 20
+n_calls = 20
 for spec in sys.argv[1:]:
-    name, k_in, n_out, b, d = spec.split(":")
-    dtype = DT[name]
-    k_in, n_out, b, d = int(k_in), int(n_out), int(b), float(d)
-    torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-    g = torch.Generator().manual_seed(0)
-    layer = sparsekern.BlockSparseLinear(k_in, n_out, density=d, block_size=b, device=dev, dtype=dtype, generator=g)
-    x = torch.randn(m, k_in, generator=g).to(dev, dtype)
-    go = torch.randn(m, n_out, generator=g).to(dev, dtype)
+    layer, x, go = layer_from_spec(spec)
     params = (layer.weight, layer.bias)
 
     def step():
@@ -44,16 +35,9 @@ for spec in sys.argv[1:]:
                 graph, outs = capture_graph(step, warmups=1)
                 graph.replay()
                 torch.cuda.synchronize()
-                a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                ts = []
-                for _ in range(3):
-                    a.record()
-                    graph.replay()
-                    e.record()
-                    e.synchronize()
-                    ts.append(a.elapsed_time(e) * 1e3 / n_calls)
+                t = replay_time(graph, n_calls, 3)
                 err = rel_error(outs[2], go.double().sum(0))
-                res.setdefault((conc, fused), []).append((sorted(ts)[1], err))
+                res.setdefault((conc, fused), []).append((t, err))
                 del graph, outs
     bsr._concurrent_grads, bsr._fused_bias_grad = True, True
     parts = []

@@ -10,12 +10,10 @@ import sys
 
 import torch
 
-import sparsekern
 from sparsekern import bsr
-from graphtime import forward_for_capture, graph_time
+from graphtime import forward_for_capture, graph_time, layer_from_spec
 
 dev = torch.device("cuda")
-DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}
 m = 8192
 
 
@@ -41,14 +39,8 @@ def timeline(fn, stream):
 
 
 for spec in sys.argv[1:] or ["bf16:3072:768:128:0.1"]:
-    name, k_in, n_out, b, d = spec.split(":")
-    dtype = DT[name]
-    k_in, n_out, b, d = int(k_in), int(n_out), int(b), float(d)
-    torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-    g = torch.Generator().manual_seed(0)
-    layer = sparsekern.BlockSparseLinear(k_in, n_out, density=d, block_size=b, device=dev, dtype=dtype, generator=g)
-    x = torch.randn(m, k_in, generator=g).to(dev, dtype)
-    go = torch.randn(m, n_out, generator=g).to(dev, dtype)
+    layer, x, go = layer_from_spec(spec, m)
+    k_in, dtype = x.shape[1], x.dtype
     w = layer.weight_matrix.detach()
     params = (layer.weight, layer.bias)
     out = torch.empty(m, k_in, device=dev, dtype=dtype)

@@ -17,15 +17,20 @@ def graph_time(fn, n=50, stream=None):
             for _ in range(n):
                 fn()
     torch.cuda.current_stream().wait_stream(s)
+    return replay_time(g, n)
+
+
+def replay_time(graph, n, replays=5):
+    """µs per call of a captured graph of `n` calls: the median of `replays` timed replays."""
     ts = []
-    for _ in range(5):
+    for _ in range(replays):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        g.replay()
+        graph.replay()
         b.record()
         b.synchronize()
         ts.append(a.elapsed_time(b) * 1e3 / n)
-    return sorted(ts)[2]
+    return sorted(ts)[replays // 2]
 
 
 def forward_for_capture(layer, x):
@@ -55,3 +60,19 @@ def kernel_times(fn, reps=10, width=48):
         if e.device_type == torch.autograd.DeviceType.CUDA:
             out.setdefault(e.name[:width], []).append(e.device_time_total)
     return {k: sum(v) / reps for k, v in out.items()}
+
+
+def layer_from_spec(spec, m=8192, seed=0):
+    """(layer, x, go) for a layer spec "dtype:in:out:block:density" (dtype bf16 | fp16 | tf32; TF32
+    allowed for tf32 only): a CUDA BlockSparseLinear with bias, an input of m rows and an output
+    gradient, all from one seeded generator."""
+    import sparsekern
+    name, k_in, n_out, b, d = spec.split(":")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}[name]
+    torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+    g = torch.Generator().manual_seed(seed)
+    layer = sparsekern.BlockSparseLinear(int(k_in), int(n_out), density=float(d), block_size=int(b),
+                                         device="cuda", dtype=dtype, generator=g)
+    x = torch.randn(m, int(k_in), generator=g).to("cuda", dtype)
+    go = torch.randn(m, int(n_out), generator=g).to("cuda", dtype)
+    return layer, x, go

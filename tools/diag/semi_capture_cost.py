@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import sparsekern as sk
 from sparsekern.testing import capture_graph
+from graphtime import replay_time
 
 dev = torch.device("cuda")
 for dtype in (torch.float16, torch.bfloat16):
@@ -25,15 +26,7 @@ for dtype in (torch.float16, torch.bfloat16):
             with torch.no_grad():
                 fn()
                 graph, _ = capture_graph(lambda: [fn() for _ in range(20)])
-            ts = []
-            for _ in range(5):
-                a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                graph.replay()
-                e.record()
-                e.synchronize()
-                ts.append(a.elapsed_time(e) * 1e3 / 20)
-            out[name] = sorted(ts)[2]
+            out[name] = replay_time(graph, 20)
             del graph
         layer.requires_grad_(False)
         with torch.no_grad():
