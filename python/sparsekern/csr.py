@@ -115,15 +115,22 @@ def _check_sddmm(crow, col, rows, cols, x, y):
 # --------------------------------------------------------------------------------------------
 # Pattern registry: structure check once per pattern, plans and workspaces per pattern
 # --------------------------------------------------------------------------------------------
-# Patterns whose structure was checked, with their index copies, plans and workspaces, by the
-# identity of the index tensors they were made from: an entry dies with those tensors (a
-# weakref.finalize on each), so live patterns are never evicted (before session 28 a 64-entry LRU
-# held them: a model with more than 32 trained SparseLinear layers, two patterns each with the
-# transpose its backward builds, re-checked every pattern with host syncs on every step and could
-# not be captured in a CUDA graph) and dead ones pin no memory. An entry also records the tensors'
-# data pointers and versions; an in-place change of the indices makes a new entry.
+# Patterns whose structure was checked, with their index copies, plans and workspaces. Two ways to
+# find one:
+#   - by the identity of the index tensors it was seen with (_patterns): an entry dies with those
+#     tensors (a weakref.finalize on each), so a model's live patterns are never evicted and dead
+#     ones pin nothing (before session 28 only a 64-entry LRU held them: a model with more than 32
+#     trained SparseLinear layers, two patterns each with the transpose its backward builds,
+#     re-checked every pattern with host syncs on every step and could not be captured in a CUDA
+#     graph);
+#   - by data pointers, versions and shape (_recent, an LRU of _MAX_RECENT holding the tensors, so
+#     the pointers cannot be reused), for index tensors that are new objects at every call over the
+#     same memory (a torch.sparse_csr tensor's crow_indices() and col_indices() are).
+# Both record the pointers and versions: an in-place change of the indices makes a new pattern.
+_MAX_RECENT = 64
 _lock = threading.Lock()
 _patterns: dict = {}  # (id(crow), id(col)) -> (key, _Pattern)
+_recent: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()  # key -> (crow, col, _Pattern)
 # Patterns (with their index copies, plans and workspaces) that a CUDA-graph capture used, by id:
 # kept alive past their tensors' death or csr_clear_cache(), since the graph reads them at every
 # replay and torch's graphs keep no input alive. release_graph_buffers() lets go of them.
@@ -242,27 +249,39 @@ def _pattern(crow, col, rows: int, cols: int, *, trusted: bool = False) -> _Patt
     capturing = crow.device.type == "cuda" and _capturing()
     entry = _patterns.get(ident)
     if entry is not None and entry[0] == key:
-        if capturing:
+        p = entry[1]
+    else:
+        with _lock:
+            recent = _recent.get(key)
+            if recent is not None:
+                _recent.move_to_end(key)
+        if recent is not None:
+            p = recent[2]
+        elif capturing:
+            if not trusted:
+                # The structure check synchronises, which a capture forbids (the capture would
+                # fail with an error that names nothing); warm-up calls cache the pattern first.
+                raise RuntimeError("sparsekern.csr: a CSR pattern first seen during a CUDA-graph capture; its "
+                                   "structure check synchronises with the GPU, so run the product once "
+                                   "before capturing it (as torch.cuda.graph's warm-up does)")
+            return _Pattern(rows, cols)  # made from the graph's tensors: kept by no cache
+        else:
+            if not trusted:  # trusted: built by this module (a transpose), valid by construction
+                _validate_structure(crow, col, rows, cols)
+            p = _Pattern(rows, cols)
+            _stats["patterns_validated"] += 1
             with _lock:
-                _graph_held[id(entry[1])] = entry[1]
-        return entry[1]
+                _recent[key] = (crow, col, p)
+                while len(_recent) > _MAX_RECENT:
+                    _recent.popitem(last=False)
+        fresh = ident not in _patterns
+        _patterns[ident] = (key, p)
+        if fresh:
+            weakref.finalize(crow, _drop_pattern, ident)
+            weakref.finalize(col, _drop_pattern, ident)
     if capturing:
-        if not trusted:
-            # The structure check synchronises, which a capture forbids (the capture would fail
-            # with an error that names nothing); warm-up calls cache the pattern before it.
-            raise RuntimeError("sparsekern.csr: a CSR pattern first seen during a CUDA-graph capture; its "
-                               "structure check synchronises with the GPU, so run the product once "
-                               "before capturing it (as torch.cuda.graph's warm-up does)")
-        return _Pattern(rows, cols)  # made from the graph's tensors: kept by no cache
-    if not trusted:  # trusted: built by this module (a transpose), valid by construction
-        _validate_structure(crow, col, rows, cols)
-    p = _Pattern(rows, cols)
-    _stats["patterns_validated"] += 1
-    fresh = ident not in _patterns
-    _patterns[ident] = (key, p)
-    if fresh:
-        weakref.finalize(crow, _drop_pattern, ident)
-        weakref.finalize(col, _drop_pattern, ident)
+        with _lock:
+            _graph_held[id(p)] = p
     return p
 
 
@@ -288,6 +307,8 @@ def csr_clear_cache() -> None:
     """Drop every cached pattern, plan and workspace (those a CUDA-graph capture used stay alive
     until release_graph_buffers())."""
     _patterns.clear()
+    with _lock:
+        _recent.clear()
 
 
 def release_graph_buffers() -> None:
