@@ -214,7 +214,9 @@ void sdd(const SddParams& p, Stream stream);
 
 /// Checks the index sets of `s` (offsets monotone and consistent with nnz_blocks, indices in
 /// range, strictly increasing within each block row / column, the three sets describing the same
-/// pattern). The arrays must be host-accessible. Throws InvalidArgument naming the broken array.
+/// pattern; a set that is given with its companions: row offsets with column indices, row indices
+/// with column indices, column offsets with both column-wise arrays). Null arrays are not checked.
+/// The arrays must be host-accessible. Throws InvalidArgument naming the broken array.
 void validate_pattern(const BlockSparseView& s);
 
 }  // namespace sparsekern::bsr

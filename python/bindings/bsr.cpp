@@ -16,9 +16,9 @@ using bsr::BlockSparseView;
 
 /// A 1-D contiguous int32 index array on `device` (or null for None).
 const std::int32_t* index_array(const nb::object& obj, const char* name, Device device,
-                                std::int64_t expected_len) {
+                                std::int64_t expected_len, Held& held) {
   if (obj.is_none()) return nullptr;
-  AnyArray a = nb::cast<AnyArray>(obj);
+  const AnyArray& a = hold(held, obj);
   const nb::dlpack::dtype t = a.dtype();
   if (!(t.code == uint8_t(nb::dlpack::dtype_code::Int) && t.bits == 32 && t.lanes == 1))
     throw TypeMismatch(std::string("`") + name + "` must be an int32 tensor");
@@ -39,7 +39,7 @@ BlockSparseView sparse_view(const AnyArray& values, std::int64_t rows, std::int6
                             std::int64_t block, const nb::object& row_offsets,
                             const nb::object& col_indices, const nb::object& row_indices,
                             const nb::object& col_offsets, const nb::object& rows_by_col,
-                            const nb::object& blocks_by_col, DType* dtype, Device* device) {
+                            const nb::object& blocks_by_col, DType* dtype, Device* device, Held& held) {
   *dtype = dtype_of(values, "values");
   *device = device_of(values, "values");
   if (values.ndim() != 3 || std::int64_t(values.shape(1)) != block ||
@@ -57,12 +57,12 @@ BlockSparseView sparse_view(const AnyArray& values, std::int64_t rows, std::int6
   s.nnz_blocks = nnz;
   s.values = values.data();
   const std::int64_t rb = block > 0 ? rows / block : 0, cb = block > 0 ? cols / block : 0;
-  s.block_row_offsets = index_array(row_offsets, "block_row_offsets", *device, rb + 1);
-  s.block_col_indices = index_array(col_indices, "block_col_indices", *device, nnz);
-  s.block_row_indices = index_array(row_indices, "block_row_indices", *device, nnz);
-  s.block_col_offsets = index_array(col_offsets, "block_col_offsets", *device, cb + 1);
-  s.block_rows_by_col = index_array(rows_by_col, "block_rows_by_col", *device, nnz);
-  s.blocks_by_col = index_array(blocks_by_col, "blocks_by_col", *device, nnz);
+  s.block_row_offsets = index_array(row_offsets, "block_row_offsets", *device, rb + 1, held);
+  s.block_col_indices = index_array(col_indices, "block_col_indices", *device, nnz, held);
+  s.block_row_indices = index_array(row_indices, "block_row_indices", *device, nnz, held);
+  s.block_col_offsets = index_array(col_offsets, "block_col_offsets", *device, cb + 1, held);
+  s.block_rows_by_col = index_array(rows_by_col, "block_rows_by_col", *device, nnz, held);
+  s.blocks_by_col = index_array(blocks_by_col, "blocks_by_col", *device, nnz, held);
   return s;
 }
 
@@ -89,15 +89,19 @@ void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int6
          const AnyArray& out, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
          std::size_t workspace_bytes) {
   bsr::DdsParams p;
+  Held held;
   p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
-                    rows_by_col, blocks_by_col, &p.dtype, &p.device);
+                    rows_by_col, blocks_by_col, &p.dtype, &p.device, held);
   check_same(a, "a", p.dtype, p.device);
   check_same(out, "out", p.dtype, p.device);
+  check_no_broadcast(out, "out");
+  check_no_overlap(out, "out", a, "a");
+  check_no_overlap(out, "out", values, "values");
   p.a = matrix2d(a, "a");
   const MatrixView c = matrix2d(out, "out");
   p.c = MutableMatrixView{const_cast<void*>(c.data), c.rows, c.cols, c.row_stride, c.col_stride, 0};
   if (!bias.is_none()) {
-    AnyArray bv = nb::cast<AnyArray>(bias);
+    const AnyArray& bv = hold(held, bias);
     check_same(bv, "bias", p.dtype, p.device);
     const std::int64_t n = transpose ? rows : cols;
     if (bv.ndim() != 1 || std::int64_t(bv.shape(0)) != n || (n > 1 && bv.stride(0) != 1))
@@ -116,10 +120,14 @@ void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int6
          const nb::object& blocks_by_col, bool transpose, const AnyArray& b, const AnyArray& out,
          bool allow_tf32, std::uintptr_t stream) {
   bsr::DsdParams p;
+  Held held;
   p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
-                    rows_by_col, blocks_by_col, &p.dtype, &p.device);
+                    rows_by_col, blocks_by_col, &p.dtype, &p.device, held);
   check_same(b, "b", p.dtype, p.device);
   check_same(out, "out", p.dtype, p.device);
+  check_no_broadcast(out, "out");
+  check_no_overlap(out, "out", b, "b");
+  check_no_overlap(out, "out", values, "values");
   p.b = matrix2d(b, "b");
   const MatrixView c = matrix2d(out, "out");
   p.c = MutableMatrixView{const_cast<void*>(c.data), c.rows, c.cols, c.row_stride, c.col_stride, 0};
@@ -134,18 +142,24 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
          std::size_t workspace_bytes, const nb::object& row_offsets, const nb::object& a_row_sums,
          std::uintptr_t row_sums_workspace, std::size_t row_sums_workspace_bytes) {
   bsr::SddParams p;
+  Held held;
   p.pattern = sparse_view(out_values, rows, cols, block, row_offsets, col_indices, row_indices,
-                          nb::none(), nb::none(), nb::none(), &p.dtype, &p.device);
+                          nb::none(), nb::none(), nb::none(), &p.dtype, &p.device, held);
   p.out_values = const_cast<void*>(p.pattern.values);
   check_same(a, "a", p.dtype, p.device);
   check_same(b, "b", p.dtype, p.device);
+  check_no_overlap(out_values, "out_values", a, "a");
+  check_no_overlap(out_values, "out_values", b, "b");
   p.a = matrix2d(a, "a");
   p.b = matrix2d(b, "b");
   p.fp32_math = math(allow_tf32);
   p.workspace = Workspace{reinterpret_cast<void*>(workspace), workspace_bytes};
   if (!a_row_sums.is_none()) {
-    AnyArray r = nb::cast<AnyArray>(a_row_sums);
+    const AnyArray& r = hold(held, a_row_sums);
     check_same(r, "a_row_sums", p.dtype, p.device);
+    check_no_overlap(r, "a_row_sums", a, "a");
+    check_no_overlap(r, "a_row_sums", b, "b");
+    check_no_overlap(r, "a_row_sums", out_values, "out_values");
     if (r.ndim() != 1 || std::int64_t(r.shape(0)) != rows || (rows > 1 && r.stride(0) != 1))
       throw InvalidArgument("`a_row_sums` must be a contiguous 1-D tensor of " + std::to_string(rows) + " elements");
     if (row_offsets.is_none()) throw InvalidArgument("`a_row_sums` needs `block_row_offsets`");
@@ -246,17 +260,18 @@ void validate(std::int64_t nnz, std::int64_t rows, std::int64_t cols, std::int64
               const nb::object& rows_by_col, const nb::object& blocks_by_col) {
   if (block <= 0) throw InvalidArgument("`block_size` must be positive; got " + std::to_string(block));
   const Device cpu{DeviceType::cpu, 0};
+  Held held;
   BlockSparseView s;
   s.rows = rows;
   s.cols = cols;
   s.block_size = block;
   s.nnz_blocks = nnz;
-  s.block_row_offsets = index_array(row_offsets, "block_row_offsets", cpu, rows / block + 1);
-  s.block_col_indices = index_array(col_indices, "block_col_indices", cpu, nnz);
-  s.block_row_indices = index_array(row_indices, "block_row_indices", cpu, nnz);
-  s.block_col_offsets = index_array(col_offsets, "block_col_offsets", cpu, cols / block + 1);
-  s.block_rows_by_col = index_array(rows_by_col, "block_rows_by_col", cpu, nnz);
-  s.blocks_by_col = index_array(blocks_by_col, "blocks_by_col", cpu, nnz);
+  s.block_row_offsets = index_array(row_offsets, "block_row_offsets", cpu, rows / block + 1, held);
+  s.block_col_indices = index_array(col_indices, "block_col_indices", cpu, nnz, held);
+  s.block_row_indices = index_array(row_indices, "block_row_indices", cpu, nnz, held);
+  s.block_col_offsets = index_array(col_offsets, "block_col_offsets", cpu, cols / block + 1, held);
+  s.block_rows_by_col = index_array(rows_by_col, "block_rows_by_col", cpu, nnz, held);
+  s.blocks_by_col = index_array(blocks_by_col, "blocks_by_col", cpu, nnz, held);
   bsr::validate_pattern(s);
 }
 

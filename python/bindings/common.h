@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sparsekern::bindings {
 
@@ -36,6 +38,49 @@ inline MutableMatrixView mutable_view(const BatchedMatrix& m) {
 }
 
 inline Stream as_stream(std::uintptr_t s) { return reinterpret_cast<Stream>(s); }
+
+/// An array the op writes must not reach one element through two indices: a broadcast view (a
+/// zero stride on a dim of more than one element) would get several results written to one place.
+inline void check_no_broadcast(const AnyArray& a, const char* name) {
+  for (std::size_t i = 0; i < a.ndim(); ++i)
+    if (a.shape(i) > 1 && a.stride(i) == 0)
+      throw InvalidArgument(std::string("`") + name + "` is written and must not be a broadcast view (dim " +
+                            std::to_string(i) + " has stride 0); pass a copy (e.g. .contiguous())");
+}
+
+/// An output must not share memory with an input: the kernels read operands they have partly
+/// overwritten (exact aliasing is caught by the library; this catches overlaps of any offset).
+/// Conservative: byte ranges that intersect count as sharing, even if the views interleave.
+inline void check_no_overlap(const AnyArray& out, const char* out_name, const AnyArray& in, const char* in_name) {
+  if (out.size() == 0 || in.size() == 0 || out.device_type() != in.device_type() || out.device_id() != in.device_id())
+    return;
+  auto range = [](const AnyArray& a) {
+    std::int64_t lo = 0, hi = 0;
+    for (std::size_t i = 0; i < a.ndim(); ++i) {
+      const std::int64_t ext = (std::int64_t(a.shape(i)) - 1) * std::int64_t(a.stride(i));
+      (ext < 0 ? lo : hi) += ext;
+    }
+    const auto base = reinterpret_cast<std::intptr_t>(a.data());
+    const std::int64_t item = std::int64_t(a.itemsize());
+    return std::pair<std::intptr_t, std::intptr_t>{base + lo * item, base + (hi + 1) * item};
+  };
+  const auto [o0, o1] = range(out);
+  const auto [i0, i1] = range(in);
+  if (o0 < i1 && i0 < o1)
+    throw InvalidArgument(std::string("`") + out_name + "` must not share memory with `" + in_name + "`");
+}
+
+/// Arrays converted from optional (nb::object) arguments, kept for the duration of a call. A
+/// DLPack capsule hands its tensor to the nb::ndarray made from it, and a capsule passed inline
+/// (`f(t.__dlpack__())`, a CuPy or JAX array's capsule) may be that tensor's only owner: the
+/// ndarray must outlive the kernel's use of the pointer taken from it, or the memory is freed first.
+using Held = std::vector<AnyArray>;
+
+/// `obj` (not None) as an array that `held` keeps alive.
+inline const AnyArray& hold(Held& held, const nb::object& obj) {
+  held.push_back(nb::cast<AnyArray>(obj));
+  return held.back();
+}
 
 void register_dense(nb::module_& m);
 void register_csr(nb::module_& m);   // csr.cpp: CSR SpMM / SDDMM plans

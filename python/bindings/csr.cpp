@@ -81,6 +81,9 @@ csr::SpmmParams spmm_params(const AnyArray& crow, const AnyArray& col, const Any
   check_device(b, "b", p.device);
   check_device(out, "out", p.device);
   p.a = csr_of(crow, col, &values, rows, cols, p.device);
+  check_no_broadcast(out, "out");
+  check_no_overlap(out, "out", b, "b");
+  check_no_overlap(out, "out", values, "values");
   const BatchedMatrix bm = matrix_of(b, "b"), cm = matrix_of(out, "out");
   if (b.ndim() != out.ndim() || bm.batch != cm.batch)
     throw InvalidArgument("`b` and `out` must both be 2-D or both 3-D with the same batch size");

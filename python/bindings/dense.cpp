@@ -24,6 +24,9 @@ void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha,
   p.device = device_of(a, "a");
   if (device_of(b, "b") != p.device || device_of(c, "out") != p.device)
     throw InvalidArgument("`a`, `b` and `out` must be on the same device");
+  check_no_broadcast(c, "out");
+  check_no_overlap(c, "out", a, "a");
+  check_no_overlap(c, "out", b, "b");
   const BatchedMatrix cm = matrix_of(c, "out");
   BatchedMatrix am = matrix_of(a, "a"), bm = matrix_of(b, "b");
   // op(x) = xᵀ is the same memory read with swapped dims and strides: Q·Kᵀ and the backward's

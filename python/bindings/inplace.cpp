@@ -117,9 +117,10 @@ void check_same(const AnyArray& a, const char* name, DType dtype, Device device,
 }
 
 /// A C-contiguous array of exactly `n` elements (weight, bias), or nullptr for None.
-const void* vector_of(const nb::object& obj, const char* name, std::int64_t n, DType dtype, Device device) {
+const void* vector_of(const nb::object& obj, const char* name, std::int64_t n, DType dtype, Device device,
+                      Held& held) {
   if (obj.is_none()) return nullptr;
-  AnyArray a = nb::cast<AnyArray>(obj);
+  const AnyArray& a = hold(held, obj);
   check_same(a, name, dtype, device, "x");
   std::int64_t expect = 1, count = 1;
   for (std::size_t i = a.ndim(); i-- > 0;) {
@@ -138,6 +139,7 @@ void softmax(const AnyArray& x, std::int64_t dim, std::uintptr_t stream) {
   inplace::SoftmaxParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
+  check_no_broadcast(x, "x");
   if (x.ndim() == 0) {  // a scalar is a row of one element
     p.x.data = x.data(), p.x.cols = 1;
     return inplace::softmax(p, as_stream(stream));
@@ -155,6 +157,7 @@ void softmax_backward(const AnyArray& grad, const AnyArray& y, std::int64_t dim,
   inplace::SoftmaxBackwardParams p;
   p.dtype = dtype_of(grad, "grad");
   p.device = device_of(grad, "grad");
+  check_no_broadcast(grad, "grad");
   check_same(y, "y", p.dtype, p.device, "grad");
   bool same_shape = grad.ndim() == y.ndim();
   for (std::size_t i = 0; same_shape && i < grad.ndim(); ++i) same_shape = grad.shape(i) == y.shape(i);
@@ -181,6 +184,7 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
   inplace::NormParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
+  check_no_broadcast(x, "x");
   p.eps = eps;
   const auto nd = static_cast<std::int64_t>(x.ndim());
   if (normalized_ndim < 1 || normalized_ndim > nd)
@@ -195,8 +199,9 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
     expect *= std::int64_t(x.shape(i));
     cols *= std::int64_t(x.shape(i));
   }
-  p.weight = vector_of(weight, "weight", cols, p.dtype, p.device);
-  p.bias = vector_of(bias, "bias", cols, p.dtype, p.device);
+  Held held;
+  p.weight = vector_of(weight, "weight", cols, p.dtype, p.device, held);
+  p.bias = vector_of(bias, "bias", cols, p.dtype, p.device, held);
   const std::int64_t cs[2] = {1, 0};
   for_each_rows(x, nullptr, p.dtype, first, std::size_t(normalized_ndim), cols, cs,
                 [&](const inplace::RowsView& v, const inplace::RowsView&) {
@@ -211,6 +216,7 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
   inplace::SquareMatmulParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
+  check_no_broadcast(x, "x");
   check_same(w, "w", p.dtype, p.device, "x");
   if (x.ndim() < 1) throw InvalidArgument("`x` must have at least 1 dim");
   if (w.ndim() != 2) throw InvalidArgument("`w` must be 2-D; got " + std::to_string(w.ndim()) + "-D");
@@ -225,13 +231,17 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
                           std::to_string(x.stride(last)));
   p.w = MatrixView{w.data(), n, n, w.stride(0), w.stride(1), 0};
   p.transpose_w = transpose_w;
-  p.bias = vector_of(bias, "bias", n, p.dtype, p.device);
+  Held held;
+  p.bias = vector_of(bias, "bias", n, p.dtype, p.device, held);
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
   p.allow_reduced_precision_reduction = allow_reduced_precision;
   if (!workspace.is_none()) {  // an array, so that its device is checked like the operands'
-    AnyArray ws = nb::cast<AnyArray>(workspace);
+    const AnyArray& ws = hold(held, workspace);
     if (device_of(ws, "workspace") != p.device)
       throw InvalidArgument("`workspace` must be on the device of `x`");
+    // Its bytes as one run: a strided or broadcast view's nbytes() counts elements it does not own.
+    if (ws.ndim() != 1 || (ws.shape(0) > 1 && ws.stride(0) != 1))
+      throw InvalidArgument("`workspace` must be a contiguous 1-D tensor");
     p.workspace = Workspace{ws.data(), ws.nbytes()};
   }
   p.blas_workspace = Workspace{reinterpret_cast<void*>(blas_workspace_ptr), blas_workspace_bytes};

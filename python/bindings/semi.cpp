@@ -33,7 +33,7 @@ void check_contiguous_2d(const AnyArray& a, const char* name, std::int64_t rows,
 /// Y = X · Wᵀ + bias parameters: x (m×k), y (m×n, or n×m holding Yᵀ when `y_transposed`)
 /// contiguous; compressed weight as a byte buffer.
 semi::LinearParams linear_params(const AnyArray& x, const AnyArray& compressed, std::int64_t n,
-                                 const nb::object& bias, const AnyArray& y, bool y_transposed) {
+                                 const nb::object& bias, const AnyArray& y, bool y_transposed, Held& held) {
   semi::LinearParams p;
   if (x.ndim() != 2) throw InvalidArgument("`x` must be 2-D (m, in_features)");
   p.dtype = dtype_of(x, "x");
@@ -54,7 +54,7 @@ semi::LinearParams linear_params(const AnyArray& x, const AnyArray& compressed, 
   p.y = y.data();
   p.weight = compressed.data();
   if (!bias.is_none()) {
-    AnyArray b = nb::cast<AnyArray>(bias);
+    const AnyArray& b = hold(held, bias);
     if (b.ndim() != 1 || std::int64_t(b.shape(0)) != n || (n > 1 && b.stride(0) != 1))
       throw InvalidArgument("`bias` must be a contiguous vector of " + std::to_string(n) + " entries");
     if (dtype_of(b, "bias") != p.dtype) throw TypeMismatch("`bias` must have the dtype of `x`");
@@ -103,14 +103,16 @@ void register_semi(nb::module_& m) {
   m.def("semi_cutlass_configs", &semi::cutlass_linear_configs, "tile configurations of the CUTLASS 2:4 kernel");
   m.def("semi_cutlass_workspace_size", [](const AnyArray& x, const AnyArray& values, std::int64_t n,
                                           const nb::object& bias, const AnyArray& y, int config) {
-          return semi::cutlass_linear_workspace_size(linear_params(x, values, n, bias, y, false), config);
+          Held held;
+          return semi::cutlass_linear_workspace_size(linear_params(x, values, n, bias, y, false, held), config);
         }, nb::arg("x"), nb::arg("values"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"), nb::arg("config") = 0);
   m.def("semi_cutlass_linear", [](const AnyArray& x, const AnyArray& values, const AnyArray& metadata, std::int64_t n,
                                   const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
                                   std::size_t workspace_bytes, std::uintptr_t stream, int config) {
           if (device_of(metadata, "metadata") != device_of(x, "x"))
             throw InvalidArgument("`metadata` must be on the device of `x`");
-          semi::cutlass_linear(linear_params(x, values, n, bias, y, false), metadata.data(),
+          Held held;
+          semi::cutlass_linear(linear_params(x, values, n, bias, y, false, held), metadata.data(),
                                Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream),
                                config);
         }, nb::arg("x"), nb::arg("values"), nb::arg("metadata"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
@@ -132,7 +134,8 @@ void register_semi(nb::module_& m) {
               const nb::object& bias, const AnyArray& y, bool y_transposed, int algorithm) {
              semi::PlanOptions options;
              options.algorithm = algorithm;
-             new (self) semi::LinearPlan(linear_params(x, compressed, n, bias, y, y_transposed), options);
+             Held held;
+             new (self) semi::LinearPlan(linear_params(x, compressed, n, bias, y, y_transposed, held), options);
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
            nb::arg("y_transposed") = false, nb::arg("algorithm") = -1)
@@ -144,7 +147,8 @@ void register_semi(nb::module_& m) {
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
               const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
               std::size_t workspace_bytes, std::uintptr_t stream, bool y_transposed) {
-             plan.search(linear_params(x, compressed, n, bias, y, y_transposed),
+             Held held;
+             plan.search(linear_params(x, compressed, n, bias, y, y_transposed, held),
                        Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),
@@ -154,7 +158,8 @@ void register_semi(nb::module_& m) {
            [](semi::LinearPlan& plan, const AnyArray& x, const AnyArray& compressed, std::int64_t n,
               const nb::object& bias, const AnyArray& y, std::uintptr_t workspace_ptr,
               std::size_t workspace_bytes, std::uintptr_t stream, bool y_transposed) {
-             plan.run(linear_params(x, compressed, n, bias, y, y_transposed),
+             Held held;
+             plan.run(linear_params(x, compressed, n, bias, y, y_transposed, held),
                        Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes}, as_stream(stream));
            },
            nb::arg("x"), nb::arg("compressed"), nb::arg("n"), nb::arg("bias").none(), nb::arg("y"),

@@ -89,6 +89,15 @@ void validate_pattern(const BlockSparseView& s) {
   const std::int64_t b = s.block_size;
   SK_EXPECTS(b > 0, "`block_size` must be positive; got ", b);
   const std::int64_t rb = s.rows / b, cb = s.cols / b, nnz = s.nnz_blocks;
+  // Each set that is given needs its companions (the offsets index the arrays they come with;
+  // without blocks those arrays are empty, and an empty array may have a null pointer).
+  SK_EXPECTS(nnz == 0 || s.block_row_offsets == nullptr || s.block_col_indices != nullptr,
+             "`block_row_offsets` needs `block_col_indices`");
+  SK_EXPECTS(nnz == 0 || s.block_row_indices == nullptr || s.block_col_indices != nullptr,
+             "`block_row_indices` needs `block_col_indices`");
+  SK_EXPECTS(nnz == 0 || s.block_col_offsets == nullptr ||
+                 (s.block_rows_by_col != nullptr && s.blocks_by_col != nullptr),
+             "`block_col_offsets` needs `block_rows_by_col` and `blocks_by_col`");
   if (s.block_row_offsets != nullptr) {
     check_offsets("block_row_offsets", s.block_row_offsets, rb, nnz);
     for (std::int64_t i = 0; i < rb; ++i) {

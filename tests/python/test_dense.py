@@ -255,8 +255,15 @@ def test_native_layer_rejects_bad_arrays():
     with pytest.raises(ValueError, match="`a` must be 2-D or 3-D"):
         _C.gemm(d(torch.randn(5)), d(torch.randn(5, 3)), d(torch.empty(1, 3)))
     out = torch.empty(4, 3)
-    with pytest.raises(ValueError, match="`c` must not alias"):
+    with pytest.raises(ValueError, match="`out` must not share memory with `a`"):
         _C.gemm(d(out), d(torch.randn(3, 3)), d(out))
+    # A partial overlap (out one row past a, in one buffer) and a broadcast out: refused, not a
+    # product that reads rows it has already overwritten.
+    buf = torch.randn(9, 3)
+    with pytest.raises(ValueError, match="`out` must not share memory with `a`"):
+        _C.gemm(d(buf[:8]), d(torch.randn(3, 3)), d(buf[1:]))
+    with pytest.raises(ValueError, match="must not be a broadcast view"):
+        _C.gemm(d(torch.randn(4, 5)), d(torch.randn(5, 5)), d(torch.zeros(1, 5).expand(4, 5)))
 
 
 @pytest.mark.skipif(sparsekern.built_with_cuda(), reason="only meaningful for a CPU-only build")

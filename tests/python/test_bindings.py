@@ -1,0 +1,123 @@
+"""The native module's argument handling, called directly (CuPy / JAX users and C++-minded callers
+pass DLPack capsules straight to sparsekern._C): arrays passed as optional arguments live as long as
+the call even when an inline capsule is their only owner, outputs may not be broadcast views or
+share memory with inputs, index sets need their companions, a workspace is one contiguous run.
+Each case here crashed, wrote outside its output or returned a wrong result before session 28 (found
+by calling every native op with unusual arrays in subprocesses)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sparsekern import _C
+from sparsekern._core import as_dlpack as d
+from sparsekern.testing import rel_error
+
+
+def _bsr_pattern():
+    """A 2 × 2 block pattern of blocks of 16 (blocks (0,1), (1,0), (1,1)): its index sets (int32) and
+    values (float32)."""
+    i32 = torch.int32
+    sets = dict(row_offsets=torch.tensor([0, 1, 3], dtype=i32), col_indices=torch.tensor([1, 0, 1], dtype=i32),
+                row_indices=torch.tensor([0, 1, 1], dtype=i32), col_offsets=torch.tensor([0, 1, 3], dtype=i32),
+                rows_by_col=torch.tensor([1, 0, 1], dtype=i32), blocks_by_col=torch.tensor([1, 0, 2], dtype=i32))
+    values = torch.randn(3, 16, 16)
+    dense = torch.zeros(32, 32, dtype=torch.float64)
+    for e, (r, c) in enumerate([(0, 1), (1, 0), (1, 1)]):
+        dense[16 * r:16 * r + 16, 16 * c:16 * c + 16] = values[e].double()
+    return sets, values, dense
+
+
+def test_inline_capsules_of_optional_arguments_live_through_the_call():
+    """Temporaries whose capsule is their only owner, passed to the nb::object arguments (weights,
+    biases, index sets, row sums, workspaces): the results match float64, every time (before, the
+    array behind such a capsule was freed before the kernel read or wrote it)."""
+    torch.manual_seed(0)
+    for _ in range(20):
+        x = torch.randn(4, 64)
+        ref = torch.nn.functional.layer_norm(x.double(), (64,)) * 2 + 1
+        _C.inplace_layer_norm(d(x), 1, d(torch.full((64,), 2.0)), d(torch.ones(64)), 1e-5)
+        assert rel_error(x, ref) <= 1e-5
+        x = torch.randn(3, 64)
+        ref = torch.nn.functional.rms_norm(x.double(), (64,), eps=1e-5) * 3
+        _C.inplace_rms_norm(d(x), 1, d(torch.full((64,), 3.0)), 1e-5)
+        assert rel_error(x, ref) <= 1e-5
+        x, w = torch.randn(5, 8), torch.randn(8, 8)
+        ref = x.double() @ w.double() + 1
+        _C.square_matmul(d(x), d(w), False, d(torch.ones(8)), False, True, d(torch.empty(256, dtype=torch.uint8)))
+        assert rel_error(x, ref) <= 1e-5
+
+        sets, values, dense = _bsr_pattern()
+        a = torch.randn(7, 32)
+        out = torch.empty(7, 32)
+        _C.bsr_dds(d(a), d(values), 32, 32, 16, d(sets["row_offsets"].clone()), d(sets["col_indices"].clone()),
+                   d(sets["col_offsets"].clone()), d(sets["rows_by_col"].clone()), d(sets["blocks_by_col"].clone()),
+                   False, d(torch.full((32,), 0.5)), d(out))
+        assert rel_error(out, a.double() @ dense + 0.5) <= 1e-5
+        a, b = torch.randn(32, 9), torch.randn(9, 32)
+        got = torch.empty(3, 16, 16)
+        sums = torch.empty(32)
+        _C.bsr_sdd(d(a), d(b), 32, 32, 16, d(sets["row_indices"].clone()), d(sets["col_indices"].clone()), d(got),
+                   block_row_offsets=d(sets["row_offsets"].clone()), a_row_sums=d(sums))
+        prod = a.double() @ b.double()
+        want = torch.stack([prod[16 * r:16 * r + 16, 16 * c:16 * c + 16] for r, c in [(0, 1), (1, 0), (1, 1)]])
+        assert rel_error(got, want) <= 1e-5 and rel_error(sums, a.double().sum(1)) <= 1e-5
+
+
+def test_validate_needs_the_companion_sets():
+    """bsr_validate with an offsets or coordinate array but not the arrays it indexes: a clear error
+    (it dereferenced the missing array: a segfault)."""
+    sets, _, _ = _bsr_pattern()
+    with pytest.raises(ValueError, match="`block_row_offsets` needs `block_col_indices`"):
+        _C.bsr_validate(3, 32, 32, 16, d(sets["row_offsets"]), None, None, None, None, None)
+    with pytest.raises(ValueError, match="`block_row_indices` needs `block_col_indices`"):
+        _C.bsr_validate(3, 32, 32, 16, None, None, d(sets["row_indices"]), None, None, None)
+    with pytest.raises(ValueError, match="`block_col_offsets` needs"):
+        _C.bsr_validate(3, 32, 32, 16, None, None, None, d(sets["col_offsets"]), None, d(sets["blocks_by_col"]))
+    _C.bsr_validate(3, 32, 32, 16, *(d(sets[k]) for k in ("row_offsets", "col_indices", "row_indices",
+                                                              "col_offsets", "rows_by_col", "blocks_by_col")))
+
+
+def test_square_matmul_workspace_is_one_contiguous_run():
+    """A strided or broadcast workspace view: refused (its byte count covered memory outside the
+    view, which the op wrote)."""
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    big = torch.full((100,), 7.0)
+    for ws in (big[50:51].expand(32), big[10:90:2], big[:80].view(8, 10)[:, :4]):
+        with pytest.raises(ValueError, match="`workspace` must be a contiguous 1-D tensor"):
+            _C.square_matmul(d(x), d(w), False, None, False, True, d(ws))
+    assert (big == 7.0).all()
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "softmax_backward", "square_matmul"])
+def test_in_place_ops_refuse_broadcast_views(op):
+    """An in-place op on a broadcast view applied the row op again to what an earlier index wrote
+    (softmax of [1, 2, 3] came out [0.32, 0.33, 0.35]): refused, naming the argument."""
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0]]).expand(4, 4)
+    with pytest.raises(ValueError, match="must not be a broadcast view"):
+        if op == "softmax":
+            _C.inplace_softmax(d(x), 1)
+        elif op == "layer_norm":
+            _C.inplace_layer_norm(d(x), 1, None, None, 1e-5)
+        elif op == "softmax_backward":
+            _C.inplace_softmax_backward(d(x), d(torch.softmax(torch.randn(4, 4), 1)), 1)
+        else:
+            _C.square_matmul(d(x), d(torch.randn(4, 4)), False, None, False, True, None)
+
+
+def test_outputs_must_not_overlap_inputs():
+    """An output one row past an input in one buffer (not the same pointer, which was caught before):
+    refused for the block-sparse and CSR products too (they returned wrong values)."""
+    sets, values, _ = _bsr_pattern()
+    buf = torch.randn(17, 32)
+    with pytest.raises(ValueError, match="`out` must not share memory with `a`"):
+        _C.bsr_dds(d(buf[:16]), d(values), 32, 32, 16, d(sets["row_offsets"]), d(sets["col_indices"]),
+                   d(sets["col_offsets"]), d(sets["rows_by_col"]), d(sets["blocks_by_col"]), False, None, d(buf[1:]))
+    buf = torch.randn(33, 8)
+    with pytest.raises(ValueError, match="`out` must not share memory with `b`"):
+        _C.bsr_dsd(d(values), 32, 32, 16, d(sets["row_offsets"]), d(sets["col_indices"]), d(sets["col_offsets"]),
+                   d(sets["rows_by_col"]), d(sets["blocks_by_col"]), False, d(buf[:32]), d(buf[1:]))
+    crow, col = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    buf = torch.randn(3, 4)
+    with pytest.raises(ValueError, match="`out` must not share memory with `b`"):
+        _C.CsrSpmmPlan(d(crow), d(col), d(torch.ones(2)), 2, 2, d(buf[:2]), d(buf[1:]), False)
