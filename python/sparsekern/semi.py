@@ -519,6 +519,11 @@ def _time_ms(fn, reps: int = 5) -> float:
 # without further timing: it cannot win, and some configurations are pathological (torch's alg 0 in
 # the Y layout took 165 ms for fp16 8192x4096->4096 on an H200, 480x the dense 0.34 ms).
 _ABANDON_FACTOR = 3.0
+# ... and only past this many ms: one call of a small product measures clock ramps and launch noise
+# more than the kernel (H100, 384 x 512 -> 256: CUTLASS's first timed call 0.150 ms against the
+# dense 0.039 ms, then 0.030 ms timed properly: abandoned by noise, session 28); timing every
+# candidate of such a product fully costs little.
+_ABANDON_MIN_MS = 0.5
 _TOL = 1e-2  # a wrong kernel is off by O(1); fp16/bf16 rounding of a correct one is far below this
 
 
@@ -582,7 +587,7 @@ def _choose(pb: _Problem, backend: str, mode: str) -> tuple:
                 return
             first = _time_once(lambda: pb.run(choice))
             # (not when the backend forbids dense: then nothing is faster to fall back to)
-            if backend != "cusparselt" and first > _ABANDON_FACTOR * dense_ms:
+            if backend != "cusparselt" and first > max(_ABANDON_FACTOR * dense_ms, _ABANDON_MIN_MS):
                 row["error"] = f"abandoned: first timed call {first:.3f} ms > {_ABANDON_FACTOR:g}x dense {dense_ms:.3f} ms"
                 return
             row["ms"] = _time_ms(lambda: pb.run(choice))

@@ -390,6 +390,16 @@ def test_semi_choice_default_mode_times_only_default_configs(fake_clock):
     assert choice.kind == "lt" and not any("abandoned" in r.get("error", "") for r in report["candidates"]), report
 
 
+def test_semi_choice_small_problems_are_timed_in_full(fake_clock):
+    """Over 3x the dense time on a first call below _ABANDON_MIN_MS (a small product, where one call
+    measures noise): timed in full, not abandoned; so it can still win."""
+    costs = {"dense": 0.04, ("yt", 0): 0.15, ("y", 0): 0.03}
+    pb = fake_clock["pb"] = _FakeProblem({}, costs)
+    choice, report = sksemi._choose(pb, "auto", "default")
+    assert not any("abandoned" in r.get("error", "") for r in report["candidates"]), report
+    assert choice.kind == "lt" and choice.plan.layout == "y", report
+
+
 def test_semi_choice_all_failing_runs_dense(fake_clock):
     script = {(lt, a): "raise" for lt in ("y", "yt") for a in range(4)}
     pb = fake_clock["pb"] = _FakeProblem(script, {})
