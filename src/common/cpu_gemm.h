@@ -12,6 +12,8 @@
 #include <omp.h>
 #endif
 
+#include "thread_scratch.h"
+
 namespace sparsekern::detail {
 
 constexpr int kGemmMR = 4;
@@ -129,6 +131,9 @@ void gemm_batched(long long batch, long long m, long long n, long long k, const 
     gemm_rows_tile<T, Acc>(a + e * a_bs, a_rs, a_cs, m, k, n, g0 * kGemmMR, std::min(tile_groups, mblocks - g0), bp,
                            ap, [&](long long i, long long j, Acc v) { store(e, i, j, v); });
   };
+  // Per-thread buffers made before the regions (ThreadScratch: an allocation failure inside one
+  // would terminate the process).
+  ThreadScratch<Acc> aps(asize, parallel);
   if (batch == 1 || b_bs == 0) {
     std::vector<Acc> bp(psize);
     gemm_pack_b<T, Acc>(b, b_rs, b_cs, k, n, bp.data());
@@ -136,25 +141,27 @@ void gemm_batched(long long batch, long long m, long long n, long long k, const 
 #pragma omp parallel if (parallel)
 #endif
     {
-      std::vector<Acc> ap(asize);
+      Acc* ap = aps.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
-      for (long long t = 0; t < batch * tiles; ++t) tile(t / tiles, t % tiles, bp.data(), ap.data());
+      for (long long t = 0; t < batch * tiles; ++t) tile(t / tiles, t % tiles, bp.data(), ap);
     }
     return;
   }
+  ThreadScratch<Acc> bps(psize, parallel);
 #if defined(_OPENMP)
 #pragma omp parallel if (parallel)
 #endif
   {
-    std::vector<Acc> bp(psize), ap(asize);
+    Acc* bp = bps.get();
+    Acc* ap = aps.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
     for (long long e = 0; e < batch; ++e) {
-      gemm_pack_b<T, Acc>(b + e * b_bs, b_rs, b_cs, k, n, bp.data());
-      for (long long t = 0; t < tiles; ++t) tile(e, t, bp.data(), ap.data());
+      gemm_pack_b<T, Acc>(b + e * b_bs, b_rs, b_cs, k, n, bp);
+      for (long long t = 0; t < tiles; ++t) tile(e, t, bp, ap);
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../common/dispatch.h"
+#include "../common/thread_scratch.h"
 #include "csr_internal.h"
 
 namespace sparsekern::csr::detail {
@@ -66,19 +67,20 @@ void spmm_typed(const SpmmParams& p) {
     const T* B = static_cast<const T*>(p.b.data) + bi * p.b.batch_stride;
     T* C = static_cast<T*>(p.c.data) + bi * p.c.batch_stride;
     const std::int64_t work = p.a.nnz * n;
-#if defined(_OPENMP)
     // Below ~32k multiply-adds the threads' start-up costs more than the work itself.
+    ::sparsekern::detail::ThreadScratch<Acc> scratch(static_cast<std::size_t>(n), work > (1 << 15));
+#if defined(_OPENMP)
 #pragma omp parallel if (work > (1 << 15))
 #endif
     {
-      std::vector<Acc> acc(static_cast<std::size_t>(n));
+      Acc* acc = scratch.get();
       // Rows hold very different numbers of entries (power-law patterns), so hand them out in
       // small dynamic chunks rather than equal static slices.
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 16)
 #endif
       for (std::int64_t r = 0; r < m; ++r) {
-        std::fill(acc.begin(), acc.end(), Acc(0));
+        std::fill(acc, acc + n, Acc(0));
         for (I q = rows.offsets[r]; q < rows.offsets[r + 1]; ++q) {
           const Acc v = static_cast<Acc>(values[rows.source ? rows.source[q] : q]);
           const T* brow = B + static_cast<std::int64_t>(rows.cols[q]) * p.b.row_stride;

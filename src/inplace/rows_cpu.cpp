@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../common/dispatch.h"
+#include "../common/thread_scratch.h"
 #include "inplace_internal.h"
 
 namespace sparsekern::inplace::detail {
@@ -22,17 +23,18 @@ void for_each_row(const RowsView& v, Fn&& fn) {
   const std::int64_t rows = v.rows();
   const bool big = rows > 1 && rows * v.cols > (std::int64_t(1) << 15);  // below this, threads cost more than they save
   (void)big;
+  ::sparsekern::detail::ThreadScratch<Acc> scratch(static_cast<std::size_t>(v.cols), big);
 #if defined(_OPENMP)
 #pragma omp parallel if (big)
 #endif
   {
-    std::vector<Acc> buf(static_cast<std::size_t>(v.cols));
+    Acc* buf = scratch.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t off = (r / v.inner) * v.outer_stride + (r % v.inner) * v.inner_stride;
-      fn(off, buf.data());
+      fn(off, buf);
     }
   }
 }
