@@ -76,8 +76,9 @@ inline void check_no_overlap(const AnyArray& out, const char* out_name, const An
 /// ndarray must outlive the kernel's use of the pointer taken from it, or the memory is freed first.
 using Held = std::vector<AnyArray>;
 
-/// `obj` (not None) as an array that `held` keeps alive.
-inline const AnyArray& hold(Held& held, const nb::object& obj) {
+/// `obj` (not None) as an array that `held` keeps alive. Returned by value (a second handle on the
+/// same array): a reference into `held` would dangle once a later hold() grows the vector.
+inline AnyArray hold(Held& held, const nb::object& obj) {
   held.push_back(nb::cast<AnyArray>(obj));
   return held.back();
 }
