@@ -6,6 +6,7 @@
 #include <sparsekern/inplace.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -69,6 +70,28 @@ void for_each_slice(const std::vector<Dim>& dims, std::size_t keep,
   }
 }
 
+/// The array written in place must not reach one element through two index tuples: the ops
+/// run slice by slice and row by row, so such rows would be read after another row overwrote
+/// them. Conservative: with the dims sorted by stride, each stride must step past everything the
+/// smaller-stride dims span (true of every view torch's slicing, transposes and permutes make;
+/// refuses e.g. overlapping `unfold` windows, and the rare interleaved `as_strided` layouts too).
+void check_no_internal_overlap(const AnyArray& a, const char* name) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size) of dims of size > 1
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    if (a.shape(i) == 0) return;  // nothing is written
+    if (a.shape(i) > 1) dims.emplace_back(std::abs(std::int64_t(a.stride(i))), std::int64_t(a.shape(i)));
+  }
+  std::sort(dims.begin(), dims.end());
+  std::int64_t span = 1;  // elements spanned by the dims so far
+  for (const auto& [stride, size] : dims) {
+    if (stride < span)
+      throw InvalidArgument(std::string("`") + name + "` is written in place and must not reach an element "
+                            "twice (its strides make rows overlap or interleave); pass a copy "
+                            "(e.g. .contiguous())");
+    span = stride * (size - 1) + span;
+  }
+}
+
 inline void* advance(void* p, std::int64_t elements, DType t) {
   return static_cast<char*>(p) + elements * static_cast<std::int64_t>(dtype_size(t));
 }
@@ -117,11 +140,13 @@ void check_same(const AnyArray& a, const char* name, DType dtype, Device device,
 }
 
 /// A C-contiguous array of exactly `n` elements (weight, bias), or nullptr for None.
+/// It must not share memory with `x` anywhere (checked on the whole of x, before any slice runs).
 const void* vector_of(const nb::object& obj, const char* name, std::int64_t n, DType dtype, Device device,
-                      Held& held) {
+                      Held& held, const AnyArray& x) {
   if (obj.is_none()) return nullptr;
-  const AnyArray& a = hold(held, obj);
+  const AnyArray a = hold(held, obj);
   check_same(a, name, dtype, device, "x");
+  check_no_overlap(x, "x", a, name);
   std::int64_t expect = 1, count = 1;
   for (std::size_t i = a.ndim(); i-- > 0;) {
     count *= std::int64_t(a.shape(i));
@@ -140,6 +165,7 @@ void softmax(const AnyArray& x, std::int64_t dim, std::uintptr_t stream) {
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
   check_no_broadcast(x, "x");
+  check_no_internal_overlap(x, "x");
   if (x.ndim() == 0) {  // a scalar is a row of one element
     p.x.data = x.data(), p.x.cols = 1;
     return inplace::softmax(p, as_stream(stream));
@@ -162,6 +188,10 @@ void softmax_backward(const AnyArray& grad, const AnyArray& y, std::int64_t dim,
   bool same_shape = grad.ndim() == y.ndim();
   for (std::size_t i = 0; same_shape && i < grad.ndim(); ++i) same_shape = grad.shape(i) == y.shape(i);
   if (!same_shape) throw InvalidArgument("`y` must have the shape of `grad`");
+  // Whole arrays, before the first slice runs: the library checks each slice's pair, which misses
+  // a y that overlaps another slice of grad, and a refusal there would leave earlier slices written.
+  check_no_internal_overlap(grad, "grad");
+  check_no_overlap(grad, "grad", y, "y");
   if (grad.ndim() == 0) {
     p.grad.data = grad.data(), p.grad.cols = 1;
     p.y.data = y.data(), p.y.cols = 1;
@@ -199,9 +229,10 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
     expect *= std::int64_t(x.shape(i));
     cols *= std::int64_t(x.shape(i));
   }
+  check_no_internal_overlap(x, "x");
   Held held;
-  p.weight = vector_of(weight, "weight", cols, p.dtype, p.device, held);
-  p.bias = vector_of(bias, "bias", cols, p.dtype, p.device, held);
+  p.weight = vector_of(weight, "weight", cols, p.dtype, p.device, held, x);
+  p.bias = vector_of(bias, "bias", cols, p.dtype, p.device, held, x);
   const std::int64_t cs[2] = {1, 0};
   for_each_rows(x, nullptr, p.dtype, first, std::size_t(normalized_ndim), cols, cs,
                 [&](const inplace::RowsView& v, const inplace::RowsView&) {
@@ -229,10 +260,13 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
   if (n > 1 && x.stride(last) != 1)
     throw InvalidArgument("`x` must have a unit stride along its last dim; got stride " +
                           std::to_string(x.stride(last)));
+  // Whole-array checks before the first slice runs (the library checks each slice on its own).
+  check_no_internal_overlap(x, "x");
+  check_no_overlap(x, "x", w, "w");
   p.w = MatrixView{w.data(), n, n, w.stride(0), w.stride(1), 0};
   p.transpose_w = transpose_w;
   Held held;
-  p.bias = vector_of(bias, "bias", n, p.dtype, p.device, held);
+  p.bias = vector_of(bias, "bias", n, p.dtype, p.device, held, x);
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
   p.allow_reduced_precision_reduction = allow_reduced_precision;
   if (!workspace.is_none()) {  // an array, so that its device is checked like the operands'
@@ -242,6 +276,8 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
     // Its bytes as one run: a strided or broadcast view's nbytes() counts elements it does not own.
     if (ws.ndim() != 1 || (ws.shape(0) > 1 && ws.stride(0) != 1))
       throw InvalidArgument("`workspace` must be a contiguous 1-D tensor");
+    check_no_overlap(x, "x", ws, "workspace");
+    check_no_overlap(ws, "workspace", w, "w");
     p.workspace = Workspace{ws.data(), ws.nbytes()};
   }
   p.blas_workspace = Workspace{reinterpret_cast<void*>(blas_workspace_ptr), blas_workspace_bytes};

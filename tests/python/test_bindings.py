@@ -121,3 +121,99 @@ def test_outputs_must_not_overlap_inputs():
     buf = torch.randn(3, 4)
     with pytest.raises(ValueError, match="`out` must not share memory with `b`"):
         _C.CsrSpmmPlan(d(crow), d(col), d(torch.ones(2)), 2, 2, d(buf[:2]), d(buf[1:]), False)
+
+
+def _sliced(base, offset=0):
+    """A (3, 3, 3, 8) view of `base` whose row dims cannot merge (strides 400, 100, 20): the binding
+    covers it with one library call per leading index (three slices of 400 elements' reach)."""
+    return base.as_strided((3, 3, 3, 8), (400, 100, 20, 1), offset)
+
+
+def test_softmax_backward_refuses_y_overlapping_another_slice_of_grad():
+    """y one slice behind grad in one buffer: each slice's pair is disjoint, so the per-slice check of
+    the library let it through, and slice 1 read the y that slice 0 had just overwritten (a wrong
+    gradient, silently). Refused on the whole arrays, before anything is written."""
+    base = torch.rand(1600)
+    grad, y = _sliced(base, 400), _sliced(base, 0)
+    before = base.clone()
+    with pytest.raises(ValueError, match="`grad` must not share memory with `y`"):
+        _C.inplace_softmax_backward(d(grad), d(y), 3)
+    assert torch.equal(base, before)
+
+
+@pytest.mark.parametrize("arg", ["weight", "bias"])
+def test_norm_refuses_a_vector_inside_a_later_slice_of_x(arg):
+    """A weight (or bias) inside the last slice of x: the library refused only at that slice, after
+    the first two were normalised; now the call is refused with x untouched."""
+    base = torch.randn(1200)
+    x = _sliced(base)
+    vec = base[800:808]
+    before = base.clone()
+    with pytest.raises(ValueError, match=f"`x` must not share memory with `{arg}`"):
+        if arg == "weight":
+            _C.inplace_layer_norm(d(x), 1, d(vec), None, 1e-5)
+        else:
+            _C.inplace_layer_norm(d(x), 1, None, d(vec), 1e-5)
+    assert torch.equal(base, before)
+
+
+@pytest.mark.parametrize("arg", ["w", "bias", "workspace"])
+def test_square_matmul_refuses_operands_inside_a_later_slice_of_x(arg):
+    """w, bias or workspace inside x's last slice ((3, 3, 8) at strides (100, 20, 1): three library
+    calls): refused before the first slice is multiplied."""
+    base = torch.randn(400)
+    x = base.as_strided((3, 3, 8), (100, 20, 1), 0)
+    w, bias, ws = torch.randn(8, 8), None, None
+    if arg == "w":
+        w = base.as_strided((8, 8), (8, 1), 205)
+    elif arg == "bias":
+        bias = base[210:218]
+    else:
+        ws = base.view(torch.uint8)[800:1000]
+    before = base.clone()
+    with pytest.raises(ValueError, match=f"`(x|workspace)` must not share memory with `(x|{arg})`"):
+        _C.square_matmul(d(x), d(w), False, None if bias is None else d(bias), False, True,
+                         None if ws is None else d(ws))
+    assert torch.equal(base, before)
+
+
+@pytest.mark.parametrize("op", ["softmax", "layer_norm", "softmax_backward", "square_matmul"])
+def test_in_place_ops_refuse_overlapping_rows(op):
+    """Rows that share elements (a sliding window, as unfold makes): each row op read values an
+    earlier row had overwritten. Refused, with the array unchanged."""
+    base = torch.randn(40)
+    x = base.as_strided((6, 8), (4, 1))
+    before = base.clone()
+    with pytest.raises(ValueError, match="must not reach an element twice"):
+        if op == "softmax":
+            _C.inplace_softmax(d(x), 1)
+        elif op == "layer_norm":
+            _C.inplace_layer_norm(d(x), 1, None, None, 1e-5)
+        elif op == "softmax_backward":
+            _C.inplace_softmax_backward(d(x), d(torch.softmax(torch.randn(6, 8), 1)), 1)
+        else:
+            _C.square_matmul(d(x), d(torch.randn(8, 8)), False, None, False, True, None)
+    assert torch.equal(base, before)
+
+
+def test_in_place_ops_take_permuted_and_sliced_views():
+    """The overlap checks refuse nothing torch's views make: permuted, transposed and stepped views
+    (several library calls each) match float64."""
+    torch.manual_seed(1)
+    views = (lambda t: t.permute(2, 0, 1, 3), lambda t: t[::2, :, 1::2], lambda t: t.transpose(0, 2)[:, 1:])
+    for view in views:
+        x = view(torch.randn(6, 5, 4, 16))
+        ref = torch.softmax(x.double(), -1)
+        _C.inplace_softmax(d(x), 3)
+        assert rel_error(x, ref) <= 1e-6
+
+        g, y = view(torch.randn(6, 5, 4, 16)), torch.softmax(torch.randn(6, 5, 4, 16), -1)
+        y = view(y)
+        ref = y.double() * (g.double() - (g.double() * y.double()).sum(-1, keepdim=True))
+        _C.inplace_softmax_backward(d(g), d(y), 3)
+        assert rel_error(g, ref) <= 1e-5
+
+        x, w = view(torch.randn(6, 5, 4, 16)), torch.randn(16, 16)
+        ref = x.double() @ w.double()
+        _C.square_matmul(d(x), d(w), False, None, False, True, d(torch.empty(256, dtype=torch.uint8)))
+        assert rel_error(x, ref) <= 1e-5
