@@ -14,6 +14,7 @@
 #include "../common/check.h"
 #include "../common/cpu_gemm.h"
 #include "../common/dispatch.h"
+#include "../common/thread_scratch.h"
 #include "bsr_internal.h"
 
 namespace sparsekern::bsr::detail {
@@ -28,6 +29,7 @@ using sparsekern::detail::gemm_packed_b_size;
 using sparsekern::detail::gemm_tile_groups;
 using sparsekern::detail::kGemmMR;
 using sparsekern::detail::kGemmNR;
+using sparsekern::detail::ThreadScratch;
 
 template <typename T>
 void dds_cpu_typed(const DdsProblem& p) {
@@ -54,20 +56,25 @@ void dds_cpu_typed(const DdsProblem& p) {
   const std::int64_t g_per_tile = gemm_tile_groups(groups);
   const std::int64_t tiles = (groups + g_per_tile - 1) / g_per_tile;
   const std::int64_t panel_elems = kGemmMR * NR;  // one 4 × NR panel of C
+  const bool parallel = m * s.nnz_blocks * psize > (1 << 16);
+  // Per thread (made here: a bad_alloc inside the region would terminate the process):
+  // the tile's rows of A, group g's four rows k-interleaved at ap + g · 4k; and C's tile rows in
+  // one block column, group g's panel q at acc + (g · panels + q) · 4 · NR.
+  ThreadScratch<Acc> ap_scratch(static_cast<std::size_t>(g_per_tile * std::max<std::int64_t>(k, 1) * kGemmMR),
+                                parallel);
+  ThreadScratch<Acc> acc_scratch(static_cast<std::size_t>(g_per_tile * panels * panel_elems), parallel);
 #if defined(_OPENMP)
-#pragma omp parallel if (m * s.nnz_blocks * psize > (1 << 16))
+#pragma omp parallel if (parallel)
 #endif
   {
-    // The tile's rows of A: group g's four rows k-interleaved at ap + g · 4k.
-    std::vector<Acc> ap(static_cast<std::size_t>(g_per_tile * std::max<std::int64_t>(k, 1) * kGemmMR));
-    // C's tile rows in one block column: group g's panel q at acc + (g · panels + q) · 4 · NR.
-    std::vector<Acc> acc(static_cast<std::size_t>(g_per_tile * panels * panel_elems));
+    Acc* const ap = ap_scratch.get();
+    Acc* const acc = acc_scratch.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
     for (std::int64_t t = 0; t < tiles; ++t) {
       const std::int64_t g0 = t * g_per_tile, ng = std::min(g_per_tile, groups - g0);
-      gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, m, k, g0 * kGemmMR, ng, ap.data());
+      gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, m, k, g0 * kGemmMR, ng, ap);
       for (std::int64_t jb = 0; jb < s.n_blocks; ++jb) {
         for (std::int64_t g = 0; g < ng; ++g)
           for (std::int64_t q = 0; q < panels; ++q)
@@ -81,8 +88,8 @@ void dds_cpu_typed(const DdsProblem& p) {
           const std::int64_t a_off = std::int64_t(s.indices[e]) * b * kGemmMR;
           for (std::int64_t g = 0; g < ng; ++g)
             for (std::int64_t q = 0; q < panels; ++q)
-              gemm_micro_add(ap.data() + g * k * kGemmMR + a_off, blk + q * b * NR, b,
-                             acc.data() + (g * panels + q) * panel_elems);
+              gemm_micro_add(ap + g * k * kGemmMR + a_off, blk + q * b * NR, b,
+                             acc + (g * panels + q) * panel_elems);
         }
         for (std::int64_t g = 0; g < ng; ++g) {
           const std::int64_t i0 = (g0 + g) * kGemmMR;
@@ -129,27 +136,30 @@ void sdd_cpu_typed(const SddParams& p) {
   starts.push_back(s.nnz_blocks);
   const std::int64_t n_tasks = std::int64_t(starts.size()) - 1;
 
+  const bool parallel = s.nnz_blocks * bb * k > (1 << 16);
+  ThreadScratch<Acc> ap_scratch(static_cast<std::size_t>(b * std::max<std::int64_t>(k, 1)), parallel);
+  ThreadScratch<Acc> acc_scratch(static_cast<std::size_t>(bb), parallel);  // group g's panel q at (g · panels + q) · 4 · NR
 #if defined(_OPENMP)
-#pragma omp parallel if (s.nnz_blocks * bb * k > (1 << 16))
+#pragma omp parallel if (parallel)
 #endif
   {
-    std::vector<Acc> ap(static_cast<std::size_t>(b * std::max<std::int64_t>(k, 1)));
-    std::vector<Acc> acc(static_cast<std::size_t>(bb));  // group g's panel q at (g · panels + q) · 4 · NR
+    Acc* const ap = ap_scratch.get();
+    Acc* const acc = acc_scratch.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (std::int64_t t = 0; t < n_tasks; ++t) {
       const std::int64_t r0 = std::int64_t(s.block_row_indices[starts[t]]) * b;
-      gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, r0 + b, k, r0, groups, ap.data());
+      gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, r0 + b, k, r0, groups, ap);
       for (std::int64_t e = starts[t]; e < starts[t + 1]; ++e) {
         const Acc* bcol = bp.data() + (std::int64_t(s.block_col_indices[e]) * b / NR) * k * NR;
-        std::fill(acc.begin(), acc.end(), Acc(0));
+        std::fill(acc, acc + bb, Acc(0));
         for (std::int64_t k0 = 0; k0 < k; k0 += kChunk) {
           const std::int64_t kc = std::min(kChunk, k - k0);
           for (std::int64_t q = 0; q < panels; ++q)
             for (std::int64_t g = 0; g < groups; ++g)
-              gemm_micro_add(ap.data() + (g * k + k0) * kGemmMR, bcol + (q * k + k0) * NR, kc,
-                             acc.data() + (g * panels + q) * panel_elems);
+              gemm_micro_add(ap + (g * k + k0) * kGemmMR, bcol + (q * k + k0) * NR, kc,
+                             acc + (g * panels + q) * panel_elems);
         }
         T* dst = out + e * bb;
         for (std::int64_t g = 0; g < groups; ++g)

@@ -12,6 +12,7 @@
 
 #include "../common/cpu_gemm.h"
 #include "../common/dispatch.h"
+#include "../common/thread_scratch.h"
 #include "kron_fast.h"
 #include "kron_fast_bwd.h"
 #include "kron_head.h"
@@ -24,6 +25,8 @@ namespace sparsekern::kron::detail {
 namespace {
 
 using sparsekern::detail::acc_type;
+using sparsekern::detail::PerThread;
+using sparsekern::detail::ThreadScratch;
 
 template <typename TT>
 struct HostOps {
@@ -52,8 +55,8 @@ struct HostExec {
 /// Shared memory of one emulated block, filled with NaN before each block (when cheap) so that a
 /// program reading a location it never wrote poisons its output and fails the tests.
 template <typename Acc>
-void poison(std::vector<Acc>& sm) {
-  std::fill(sm.begin(), sm.end(), std::numeric_limits<Acc>::quiet_NaN());
+void poison(Acc* sm, std::size_t n) {
+  std::fill(sm, sm + n, std::numeric_limits<Acc>::quiet_NaN());
 }
 
 template <class Ops, int RN>
@@ -65,22 +68,24 @@ void run_fused(bool backward, const FusedArgs& a, long long grid, std::size_t sm
   // milliseconds on a loaded machine (torch runs its own OpenMP runtime beside ours).
   const double work = static_cast<double>(a.M) * static_cast<double>(a.L) *
                       static_cast<double>(a.s_in > a.s_out ? a.s_in : a.s_out) * a.nf;
+  const bool parallel = grid > 1 && work > double(1 << 20);
+  ThreadScratch<Acc> scratch(n, parallel);  // made before the region: a bad_alloc inside would abort
 #if defined(_OPENMP)
-#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#pragma omp parallel if (parallel)
 #endif
   {
-    std::vector<Acc> sm(n);
-    poison(sm);
+    Acc* const sm = scratch.get();
+    poison(sm, n);
     HostExec ex;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (long long b = 0; b < grid; ++b) {
-      if (poison_each) poison(sm);
+      if (poison_each) poison(sm, n);
       if (backward)
-        fused_backward_program<Ops, RN>(a, ex, sm.data(), b, grid);
+        fused_backward_program<Ops, RN>(a, ex, sm, b, grid);
       else
-        fused_forward_program<Ops, RN>(a, ex, sm.data(), b, grid);
+        fused_forward_program<Ops, RN>(a, ex, sm, b, grid);
     }
   }
 }
@@ -122,18 +127,21 @@ template <int TILE>
 void run_fast(int threads, const FastArgs& a, long long grid, std::size_t smem) {
   const std::size_t n = smem / sizeof(float) + 1;
   const double work = static_cast<double>(a.M) * static_cast<double>(a.st[a.nf - 1].hs) * a.nf * 64.0;
+  const bool parallel = grid > 1 && work > double(1 << 20);
+  ThreadScratch<float> scratch(n, parallel);
+  PerThread<HostExecRegs<FastRegs<TILE, TILE>>> execs(parallel, threads);
 #if defined(_OPENMP)
-#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#pragma omp parallel if (parallel)
 #endif
   {
-    std::vector<float> sm(n);
-    HostExecRegs<FastRegs<TILE, TILE>> ex(threads);
+    float* const sm = scratch.get();
+    auto& ex = execs.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (long long b = 0; b < grid; ++b) {
-      poison(sm);  // a read of anything the program did not write poisons its output
-      fast_forward_program<TILE, TILE>(a, ex, sm.data(), b, grid);
+      poison(sm, n);  // a read of anything the program did not write poisons its output
+      fast_forward_program<TILE, TILE>(a, ex, sm, b, grid);
     }
   }
 }
@@ -146,18 +154,21 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
                       Program&& program) {
   const std::size_t n = smem / sizeof(float) + 1;
   const double work = static_cast<double>(a.M) * static_cast<double>(1LL << a.ln) * passes * 16.0;
+  const bool parallel = grid > 1 && work > double(1 << 20);
+  ThreadScratch<float> scratch(n, parallel);
+  PerThread<HostExecRegs<Regs>> execs(parallel, threads);
 #if defined(_OPENMP)
-#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#pragma omp parallel if (parallel)
 #endif
   {
-    std::vector<float> sm(n);
-    HostExecRegs<Regs> ex(threads);
+    float* const sm = scratch.get();
+    auto& ex = execs.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (long long b = 0; b < grid; ++b) {
-      poison(sm);  // a read of anything the program did not write poisons its output
-      with_pmax(a.pmax, [&](auto pm) { program(pm, ex, sm.data(), b); });
+      poison(sm, n);  // a read of anything the program did not write poisons its output
+      with_pmax(a.pmax, [&](auto pm) { program(pm, ex, sm, b); });
     }
   }
 }
@@ -182,19 +193,22 @@ template <int TILE>
 void run_fast_bwd(const FastBwdArgs& a, long long grid, std::size_t smem) {
   const std::size_t n = smem / sizeof(float) + 1;
   const double work = static_cast<double>(a.M) * a.p0 * a.p1 * 5.0 * 64.0;
+  const bool parallel = grid > 1 && work > double(1 << 20);
+  ThreadScratch<float> scratch(n, parallel);
+  PerThread<HostExecRegs<FastBwdRegs<TILE>>> execs(parallel, kThreads);
 #if defined(_OPENMP)
-#pragma omp parallel if (grid > 1 && work > double(1 << 20))
+#pragma omp parallel if (parallel)
 #endif
   {
-    std::vector<float> sm(n);
-    HostExecRegs<FastBwdRegs<TILE>> ex(kThreads);
+    float* const sm = scratch.get();
+    auto& ex = execs.get();
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 1)
 #endif
     for (long long b = 0; b < grid; ++b) {
-      poison(sm);  // a read of anything the program did not write poisons its output
+      poison(sm, n);  // a read of anything the program did not write poisons its output
       // The CUDA launcher's specialisations (kron_fast_bwd_f32.cu), so the tests run each.
-      with_fb_width<TILE>(a, [&](auto u) { fast_backward2_program<TILE, decltype(u)::value>(a, ex, sm.data(), b, grid); });
+      with_fb_width<TILE>(a, [&](auto u) { fast_backward2_program<TILE, decltype(u)::value>(a, ex, sm, b, grid); });
     }
   }
 }
