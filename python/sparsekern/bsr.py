@@ -23,6 +23,8 @@ as many elsewhere, keeping the optimizer's per-block state consistent (see ``Blo
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import warnings
 from typing import Optional
@@ -84,13 +86,15 @@ _FLOAT32 = torch.float32
 # Argument checks (shared by the public functions, the custom ops and their fake kernels)
 # --------------------------------------------------------------------------------------------
 def check_block_size(block_size) -> int:
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size not in BLOCK_SIZES:
+    # numbers.Integral: NumPy integers (e.g. read from a config array) count as ints.
+    if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or \
+            int(block_size) not in BLOCK_SIZES:
         raise ValueError(f"`block_size` must be one of {BLOCK_SIZES}; got {block_size!r}")
-    return block_size
+    return int(block_size)
 
 
 def check_density(density) -> float:
-    if isinstance(density, bool) or not isinstance(density, (int, float)) or not (0.0 < density <= 1.0):
+    if isinstance(density, bool) or not isinstance(density, numbers.Real) or not (0.0 < float(density) <= 1.0):
         raise ValueError(f"`density` must be in (0, 1]; got {density!r}")
     return float(density)
 
@@ -156,8 +160,22 @@ def _pattern_from_mask(mask: torch.Tensor):
     return offsets, cols.to(torch.int32).contiguous()
 
 
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _index_to_int32(name: str, t: torch.Tensor) -> torch.Tensor:
+    """`t` (on the CPU) as int32; an int64 entry outside int32 is out of range for any matrix the
+    kernels take, and refused here (a plain cast wraps it into range: 2**32 + 1 became 1)."""
+    if t.dtype == torch.int64 and t.numel():
+        lo, hi = (int(v) for v in t.aminmax())
+        if lo < _INT32_MIN or hi > _INT32_MAX:
+            raise ValueError(f"`{name}` holds {hi if hi > _INT32_MAX else lo}, out of range (index sets are "
+                             f"int32 on the device)")
+    return t.to(torch.int32).contiguous()
+
+
 def _validate_index_sets(nnz: int, rows: int, cols: int, b: int, sets: dict) -> None:
-    cpu = {k: (v.detach().to("cpu", torch.int32).contiguous() if v is not None else None)
+    cpu = {k: (_index_to_int32(k, v.detach().to("cpu")) if v is not None else None)
            for k, v in sets.items()}
     _C.bsr_validate(nnz, rows, cols, b, *(as_dlpack(cpu.get(k)) if cpu.get(k) is not None else None
                                           for k in _INDEX_NAMES))
@@ -207,12 +225,12 @@ class BlockSparseMatrix:
         if block_col_indices.numel() != values.shape[0]:
             raise ValueError(f"`block_col_indices` must have one entry per block of `values` "
                              f"({values.shape[0]}); got {block_col_indices.numel()}")
+        nnz = int(values.shape[0])
+        if validate:  # on the given tensors: an int64 index outside int32 must not wrap into range
+            _validate_index_sets(nnz, rows, cols, b, {"block_row_offsets": block_row_offsets,
+                                                       "block_col_indices": block_col_indices})
         row_offsets = block_row_offsets.to(torch.int32).contiguous()
         col_indices = block_col_indices.to(torch.int32).contiguous()
-        nnz = int(values.shape[0])
-        if validate:
-            _validate_index_sets(nnz, rows, cols, b, {"block_row_offsets": row_offsets,
-                                                       "block_col_indices": col_indices})
         if _derived is None:
             _derived = _derive_index_sets(row_offsets, col_indices, rb, cb)
         self.values = values
@@ -375,16 +393,16 @@ class BlockSparseMatrix:
             if values.shape != (rows, cols):
                 raise ValueError(f"`values` must be the dense {rows}x{cols} matrix for a "
                                  f"{tuple(mask.shape)} block mask; got {tuple(values.shape)}")
-            device = values.device
-            dtype = values.dtype
+            device = values.device if device is None else device
+            dtype = values.dtype if dtype is None else dtype
         device = torch.device(device) if device is not None else mask.device
         dtype = dtype or torch.get_default_dtype()
         mask = mask.to(device)
         offsets, cols_idx = _pattern_from_mask(mask)
         rows_idx = torch.nonzero(mask)[:, 0]
         if values is not None:
-            grid = values.reshape(rows // b, b, cols // b, b).permute(0, 2, 1, 3)
-            vals = grid[rows_idx, cols_idx.long()].contiguous()
+            grid = values.to(device).reshape(rows // b, b, cols // b, b).permute(0, 2, 1, 3)
+            vals = grid[rows_idx, cols_idx.long()].to(dtype).contiguous()
         else:
             vals = torch.zeros(int(cols_idx.numel()), b, b, dtype=dtype, device=device)
         return cls(vals, offsets, cols_idx, (rows, cols), validate=False)
@@ -420,6 +438,8 @@ class BlockSparseMatrix:
         values."""
         b = check_block_size(block_size)
         d = check_density(density)
+        if not isinstance(shape, (tuple, list, torch.Size)) or len(shape) != 2:
+            raise ValueError(f"`shape` must be (rows, cols); got {shape!r}")
         rows, cols = int(shape[0]), int(shape[1])
         _check_shape_divisible((rows, cols), b)
         rb, cb = rows // b, cols // b
@@ -435,6 +455,9 @@ class BlockSparseMatrix:
         if not isinstance(t, torch.Tensor) or t.layout != torch.sparse_bsr:
             raise ValueError("`t` must be a torch.sparse_bsr tensor")
         vals = t.values()
+        if t.dim() != 2:
+            raise ValueError(f"`t` must be a 2-D BSR matrix; got a {t.dim()}-D (batched) tensor of shape "
+                             f"{tuple(t.shape)}")
         if vals.dim() != 3 or vals.shape[1] != vals.shape[2]:
             raise ValueError(f"`t` must have square blocks; got blocks of {tuple(vals.shape[1:])}")
         return cls(vals.contiguous(), t.crow_indices(), t.col_indices(), tuple(t.shape))
@@ -447,10 +470,11 @@ def num_blocks_for(density: float, total_blocks: int) -> int:
 
 def random_mask(block_rows: int, block_cols: int, density: float, *,
                 generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """A CPU mask (also under a `with torch.device(...)` default)."""
     total = block_rows * block_cols
     k = num_blocks_for(density, total)
-    pick = torch.randperm(total, generator=generator)[:k]
-    mask = torch.zeros(total, dtype=torch.bool)
+    pick = torch.randperm(total, generator=generator, device="cpu")[:k]
+    mask = torch.zeros(total, dtype=torch.bool, device="cpu")
     mask[pick] = True
     return mask.view(block_rows, block_cols)
 
@@ -1214,15 +1238,21 @@ def prune_and_regrow(matrix: BlockSparseMatrix, fraction: float, *, optimizer=No
     was_occupied = torch.zeros(rb * cb, dtype=torch.bool, device=dev)
     was_occupied[pos] = True  # includes the blocks pruned now: they are not regrown
     if grow_scores is not None:
-        if grow_scores.shape != (rb, cb):
-            raise ValueError(f"`grow_scores` must be ({rb}, {cb}); got {tuple(grow_scores.shape)}")
-        score = grow_scores.detach().to(dev, torch.float32).flatten()
-        lo, hi = score.min(), score.max()
-        score = (score - lo) / (hi - lo).clamp_min(1e-30)  # in [0, 1]
+        # In the matrix's own orientation: a transposed view's scores are (its rows × its cols).
+        shape = (cb, rb) if matrix.transposed else (rb, cb)
+        if not isinstance(grow_scores, torch.Tensor) or grow_scores.shape != shape:
+            got = tuple(grow_scores.shape) if isinstance(grow_scores, torch.Tensor) else type(grow_scores).__name__
+            raise ValueError(f"`grow_scores` must be {shape} (block rows × block cols of the matrix); got {got}")
+        score = grow_scores.detach()
+        score = (score.t() if matrix.transposed else score).to(dev, torch.float32).flatten()
+        # NaN ranks last (an overflowed norm, say, must not grow a block); ±inf keep their order.
+        score = torch.nan_to_num(score, nan=-math.inf)
     else:
         score = torch.rand(rb * cb, generator=generator).to(dev)
-    score = torch.where(was_occupied, score - 2.0, score)  # any free position beats any taken one
-    grow = torch.topk(score, k).indices
+    # Ranked among the free positions only (k ≤ their count): any score, infinite ones included,
+    # can then never grow a block where one already is.
+    free = torch.nonzero(~was_occupied).flatten()
+    grow = free[torch.topk(score[free], k).indices]
 
     new_pos = torch.cat([pos[keep], grow])
     src = torch.cat([torch.nonzero(keep).flatten(), torch.full((k,), -1, dtype=torch.long, device=dev)])

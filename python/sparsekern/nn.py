@@ -16,6 +16,7 @@ Pattern learning in a training loop (density stays constant; Adam moments follow
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import Optional
 
@@ -49,17 +50,24 @@ class BlockSparseLinear(nn.Module):
         super().__init__()
         b = _bsr.check_block_size(block_size)
         for name, v in (("in_features", in_features), ("out_features", out_features)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0 or v % b:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0 or v % b:
                 raise ValueError(f"`{name}` must be a positive multiple of `block_size` ({b}); got {v!r}")
         _bsr.check_density(density)
+        in_features, out_features = int(in_features), int(out_features)
+        # Parameters and index buffers on one device: the given one, else torch's default (which
+        # `with torch.device(...)` sets; the buffers once stayed on the CPU there).
+        dev = torch.device(device) if device is not None else torch.get_default_device()
+        if dev.type == "meta":
+            raise ValueError("BlockSparseLinear cannot be made on the meta device: its block pattern is data "
+                             "(index buffers) that `to_empty()` would leave uninitialised; make it on the CPU "
+                             "or the GPU (or patch the model after its weights are loaded)")
         self.in_features = in_features
         self.out_features = out_features
         self.block_size = b
-        factory = {"device": device, "dtype": dtype}
+        factory = {"device": dev, "dtype": dtype}
         rb, cb = out_features // b, in_features // b
         mask = _mask if _mask is not None else _bsr.random_mask(rb, cb, density, generator=generator)
         offsets, cols = _bsr._pattern_from_mask(mask.cpu())
-        dev = torch.device(device) if device is not None else torch.device("cpu")
         self.weight = nn.Parameter(torch.empty(int(cols.numel()), b, b, **factory))
         if bias:
             self.bias = nn.Parameter(torch.empty(out_features, **factory))
@@ -89,10 +97,10 @@ class BlockSparseLinear(nn.Module):
         """``nn.Linear``'s initialisation: U(-1/√in, 1/√in) for the blocks and the bias."""
         bound = 1.0 / math.sqrt(self.in_features)
         with torch.no_grad():
-            w = torch.rand(self.weight.shape, generator=generator, dtype=torch.float32) * 2 - 1
+            w = torch.rand(self.weight.shape, generator=generator, dtype=torch.float32, device="cpu") * 2 - 1
             self.weight.copy_(w * bound)
             if self.bias is not None:
-                bvals = torch.rand(self.bias.shape, generator=generator, dtype=torch.float32) * 2 - 1
+                bvals = torch.rand(self.bias.shape, generator=generator, dtype=torch.float32, device="cpu") * 2 - 1
                 self.bias.copy_(bvals * bound)
 
     # -- views ---------------------------------------------------------------------------------
@@ -190,21 +198,51 @@ class BlockSparseLinear(nn.Module):
                                      grow_scores=grow_scores, generator=generator)
 
     # -- state_dict: a checkpoint may carry another pattern (and another nnz) --------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        # The layer's size, in the module's metadata (kept by torch.save): a pattern of a layer
+        # with fewer input features is a valid pattern of this one, so the tensors alone cannot
+        # tell a checkpoint of another layer from one of this layer with another density.
+        meta = getattr(destination, "_metadata", None)
+        if meta is not None:
+            meta.setdefault(prefix[:-1], {})["features"] = (self.out_features, self.in_features, self.block_size)
+
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
+        mine = (self.out_features, self.in_features, self.block_size)
+        saved = local_metadata.get("features") if isinstance(local_metadata, dict) else None
+        if saved is not None and tuple(saved) != mine:
+            o, i, b = saved
+            error_msgs.append(f"size mismatch for {prefix or 'the layer'}: the checkpoint is a {i} -> {o} "
+                              f"BlockSparseLinear with {b}x{b} blocks, this layer is {self.in_features} -> "
+                              f"{self.out_features} with {self.block_size}x{self.block_size} blocks")
+            return
         key_w, key_o, key_c = prefix + "weight", prefix + "block_row_offsets", prefix + "block_col_indices"
-        if key_w in state_dict and key_c in state_dict and key_o in state_dict:
-            w, offsets, cols = state_dict[key_w], state_dict[key_o], state_dict[key_c]
+        has_o, has_c = key_o in state_dict, key_c in state_dict
+        if has_o != has_c:  # half a pattern (strict=False lets a missing key through)
+            error_msgs.append(f"{prefix or 'the layer'}: the checkpoint holds {key_o if has_o else key_c} but not "
+                              f"{key_c if has_o else key_o}: a block pattern needs both, or neither")
+            return
+        if has_o:
+            w, offsets, cols = state_dict.get(key_w), state_dict[key_o], state_dict[key_c]
             rb = self.out_features // self.block_size
-            if offsets.shape != (rb + 1,) or w.dim() != 3 or w.shape[1:] != self.weight.shape[1:]:
-                error_msgs.append(f"{prefix}: the checkpoint's block pattern does not fit a "
+            fits = (isinstance(offsets, torch.Tensor) and isinstance(cols, torch.Tensor) and
+                    offsets.shape == (rb + 1,) and cols.dim() == 1)
+            if fits and w is not None:
+                fits = w.dim() == 3 and w.shape[1:] == self.weight.shape[1:] and w.shape[0] == cols.numel()
+            if not fits:
+                error_msgs.append(f"{prefix or 'the layer'}: the checkpoint's block pattern does not fit a "
                                   f"{self.out_features}x{self.in_features} layer with "
                                   f"{self.block_size}x{self.block_size} blocks")
                 return
-            _bsr._validate_index_sets(int(w.shape[0]), self.out_features, self.in_features,
+            if w is None and cols.numel() != self.weight.shape[0]:
+                error_msgs.append(f"{prefix or 'the layer'}: the checkpoint's pattern has {cols.numel()} blocks and "
+                                  f"no {key_w} for them (this layer's weight has {self.weight.shape[0]})")
+                return
+            _bsr._validate_index_sets(int(cols.numel()), self.out_features, self.in_features,
                                       self.block_size, {"block_row_offsets": offsets,
                                                         "block_col_indices": cols})
-            if w.shape != self.weight.shape:
+            if w is not None and w.shape != self.weight.shape:
                 # Another nnz: a new weight Parameter of the checkpoint's shape (then loaded).
                 # Resizing the old one through .data left autograd's cached gradient accumulator
                 # of that Parameter with the old shape whenever an earlier graph still held it:
@@ -268,21 +306,52 @@ class BlockSparseModelPatcher:
     @torch.no_grad()
     def patch_model(self, model: nn.Module) -> dict:
         """Patches ``model`` in place; returns (and keeps in ``self.report``) the parameter counts
-        before/after and the patched layer names."""
+        before/after and the patched layer names.
+
+        Every layer is converted before any is swapped in, so a layer the block size does not fit
+        raises (naming it) with the model unchanged. A layer reachable under several names (a
+        shared module) is replaced under all of them by one new layer when any of its names
+        matches. The new layers keep the old ones' ``requires_grad`` and training mode."""
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"`model` must be an nn.Module; got {type(model).__name__}")
+        if type(model) is nn.Linear:
+            raise ValueError("`model` is itself an nn.Linear: patch_model swaps submodules in place, so it "
+                             "cannot replace the model object; use BlockSparseLinear.from_dense(model, ...)")
         before = _count_parameters(model)
-        targets = []
-        for name, module in model.named_modules():
-            if type(module) is nn.Linear:
-                info = self._match(name)
-                if info is not None:
-                    targets.append((name, module, info))
+        # Every (parent, attribute) that holds a Linear, under every name (shared modules included).
+        names: dict[int, list[str]] = {}
+        slots: dict[int, list[tuple[nn.Module, str]]] = {}
+        modules: dict[int, nn.Module] = {}
+        for parent_name, parent in model.named_modules(remove_duplicate=False):
+            for child_name, child in parent._modules.items():  # named_children() skips repeats
+                if type(child) is nn.Linear:
+                    key = id(child)
+                    full = f"{parent_name}.{child_name}" if parent_name else child_name
+                    modules[key] = child
+                    slots.setdefault(key, []).append((parent, child_name))
+                    if full not in names.setdefault(key, []):
+                        names[key].append(full)
+        plan = []
+        for key, module in modules.items():
+            info = next((i for i in map(self._match, names[key]) if i is not None), None)
+            if info is None:
+                continue
+            try:
+                new = BlockSparseLinear.from_dense(module, info["density"], info["block_size"])
+            except ValueError as e:
+                raise ValueError(f"cannot patch {names[key][0]!r} ({module.in_features} -> "
+                                 f"{module.out_features}): {e}; the model was left unchanged") from None
+            new.weight.requires_grad_(module.weight.requires_grad)
+            if module.bias is not None:
+                new.bias.requires_grad_(module.bias.requires_grad)
+            new.train(module.training)
+            plan.append((key, module, new))
         patched = []
-        for name, module, info in targets:
-            new = BlockSparseLinear.from_dense(module, info["density"], info["block_size"])
-            parent_name, _, child = name.rpartition(".")
-            parent = model.get_submodule(parent_name) if parent_name else model
-            setattr(parent, child, new)
-            patched.append({"name": name, "shape": (module.out_features, module.in_features),
+        for key, module, new in plan:
+            for parent, attr in slots[key]:
+                setattr(parent, attr, new)
+            patched.append({"name": names[key][0], "names": list(names[key]),
+                            "shape": (module.out_features, module.in_features),
                             "density": new.density, "block_size": new.block_size,
                             "parameters_before": module.weight.numel(),
                             "parameters_after": new.weight.numel()})
