@@ -217,3 +217,15 @@ def test_constructor_messages():
     with pytest.raises(ValueError, match="2-D BSR matrix; got a 3-D"):
         BlockSparseMatrix.from_torch_bsr(t)
     assert sparsekern.BlockSparseMatrix is BlockSparseMatrix
+
+
+@pytest.mark.cuda
+def test_layer_made_under_a_cuda_default_device_runs():
+    """`with torch.device("cuda")`: the weight went to the GPU and the index buffers to the CPU, and
+    the first forward refused the mix."""
+    with torch.device("cuda"):
+        layer = BlockSparseLinear(128, 64, density=0.5, block_size=32, dtype=torch.float32)
+        x = torch.randn(7, 128)
+    assert {t.device.type for t in list(layer.parameters()) + list(layer.buffers())} == {"cuda"}
+    ref = x.double() @ layer.dense_weight().double().t() + layer.bias.double()
+    assert torch.allclose(layer(x).double(), ref, rtol=1e-2, atol=1e-2)  # TF32 where torch allows it
