@@ -47,6 +47,29 @@ def check_backend(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"`{name}` must be on the CPU or a CUDA device; got {t.device}")
 
 
+_fwad = torch.autograd.forward_ad
+_is_compiling = torch.compiler.is_compiling
+_functorch_stack = torch._C._functorch.peek_interpreter_stack
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+
+def check_no_transform(op: str, *tensors) -> None:
+    """Forward-mode AD and torch.func transforms are not supported: refuse them by name. The ops'
+    direct paths hand the tensors' data to the native library, which dropped a forward-mode
+    tangent without a word (a dual input gave a result with no tangent) and failed on torch.func's
+    wrapped tensors with "Cannot access data pointer". Costs two global reads when neither is on."""
+    if _is_compiling() or (_fwad._current_level < 0 and _functorch_stack() is None):
+        return  # (compiled code runs the custom ops, which torch's tracing handles)
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            continue
+        if _functorch_wrapped(t) or (_fwad._current_level >= 0 and _fwad.unpack_dual(t).tangent is not None):
+            raise NotImplementedError(
+                f"{op}: forward-mode AD (torch.autograd.forward_ad, torch.func.jvp / jacfwd) and torch.func "
+                "transforms (vmap, grad, jacrev) are not supported by sparsekern's ops; use reverse mode "
+                "(Tensor.backward / torch.autograd.grad) outside torch.func")
+
+
 def as_dlpack(t):
     """DLPack capsule of a torch tensor (``torch.utils.dlpack.to_dlpack``, a C function: a fraction
     of the cost of ``Tensor.__dlpack__``'s Python wrapper). The stream is passed to the op

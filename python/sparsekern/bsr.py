@@ -33,7 +33,7 @@ import torch
 
 from . import _C
 from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
-                    as_dlpack, autocast_args, check_backend, dtype_name, persistent_buffer, stream_of,
+                    as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
                     tile_counter)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
@@ -1144,6 +1144,7 @@ def _dds_batched(x, values, index, rows, cols, transpose, bias):
     leading batch dims: the body of :func:`dds` and of ``BlockSparseLinear.forward`` (which calls
     it directly, without building a matrix view per call)."""
     _check_float("x", x)
+    check_no_transform("bsr.dds", x, values, bias)
     x, values, bias = autocast_args(x, x, values, bias)  # under torch.autocast: in its dtype, as F.linear
     nd = x.dim()
     if nd == 2:
@@ -1166,6 +1167,7 @@ def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:
     """``s @ x`` with ``s`` block-sparse (possibly a ``.t()`` view) and ``x`` a dense 2-D tensor."""
     _check_matrix("s", s)
     _check_float("x", x)
+    check_no_transform("bsr.dsd", s.values, x)
     rows, cols = s._storage_shape
     index = s.index_sets()
     values, x = autocast_args(x, s.values, x)  # under torch.autocast: both in its dtype
@@ -1180,6 +1182,7 @@ def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSp
     _check_matrix("pattern", pattern)
     _check_float("a", a)
     _check_float("b", b)
+    check_no_transform("bsr.sdd", a, b)
     if pattern.transposed:  # (a·b) on Pᵀ = ((bᵀ·aᵀ) on P)ᵀ
         return sdd(b.t(), a.t(), pattern.t()).t()
     rows, cols = pattern._storage_shape

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_capturing, as_dlpack, autocast_args, check_backend, check_tensor, dtype_name,
+from ._core import (_capturing, as_dlpack, autocast_args, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -701,6 +701,7 @@ def csr_matmul(a, b: torch.Tensor) -> torch.Tensor:
     fp64, fp32, fp16 and bf16 (fp32 accumulation); CPU or CUDA (cuSPARSE, on torch's current
     stream, planned once per pattern and shape). Differentiable in ``a``'s values and in ``b``.
     """
+    check_no_transform("csr_matmul", b, *(a.values,) if isinstance(a, CSRMatrix) else ())
     crow, col, values, rows, cols = _components(a, "a")
     check_tensor("b", b, min_dim=2)
     values, b = autocast_args(b, values, b)  # under torch.autocast: both in its dtype, as torch.matmul
@@ -725,6 +726,7 @@ def csr_sddmm(x: torch.Tensor, y: torch.Tensor, pattern):
     check_tensor("y", y, min_dim=2)
     if x.dim() != 2 or y.dim() != 2:
         raise ValueError(f"`x` and `y` must be 2-D; got {tuple(x.shape)} and {tuple(y.shape)}")
+    check_no_transform("csr_sddmm", x, y)
     x, y = autocast_args(x, x, y)  # under torch.autocast: both in its dtype
     if _needs_graph(x, y):
         values = _csr_sddmm_op(crow, col, rows, cols, x, y)
@@ -794,6 +796,7 @@ class SparseLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("input", x, min_dim=1)
+        check_no_transform("SparseLinear", x, self.values, self.bias)
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`input` must have {self.in_features} features in its last dim; got shape {tuple(x.shape)}")
         lead = x.shape[:-1]

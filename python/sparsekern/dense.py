@@ -12,7 +12,7 @@ import torch
 
 from . import _C
 from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
-                    check_backend, check_same, check_tensor, cublas_workspace)
+                    check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["matmul", "matmul_transb"]
 
@@ -235,6 +235,7 @@ _grad_enabled = torch.is_grad_enabled
 
 
 def _dispatch(a, b, transb: bool):
+    check_no_transform("matmul_transb" if transb else "matmul", a, b)
     if isinstance(a, torch.Tensor):  # under torch.autocast: both operands in its dtype, as torch.matmul
         a, b = autocast_args(a, a, b)
     if _is_compiling():

@@ -24,7 +24,8 @@ import numbers
 import torch
 
 from . import _C
-from ._core import as_dlpack, check_backend, check_same, check_tensor, cublas_workspace, stream_of
+from ._core import (as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
+                    stream_of)
 from .dense import _allow_reduced_precision, _blas_ready, _get_tf32
 
 try:
@@ -354,6 +355,7 @@ def inplace_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     is entirely −inf becomes all zeros (torch gives NaN there). Differentiable: under autograd the
     input must be a non-leaf, and the backward uses only the output.
     """
+    check_no_transform("inplace_softmax", x)
     if isinstance(x, torch.Tensor) and _grad_needed(x):
         return _InplaceSoftmax.apply(x, _check_softmax(x, dim))
     if _use_op():
@@ -367,6 +369,7 @@ def inplace_softmax_backward(grad: torch.Tensor, y: torch.Tensor, dim: int = -1)
     """``grad ← y · (grad − Σ_dim grad·y)``: turns dL/dy into dL/dx of ``y = softmax(x, dim)`` in place,
     from the output `y` alone; returns `grad`. `grad` and `y` must not share memory. Not differentiable
     itself (no double backward)."""
+    check_no_transform("inplace_softmax_backward", grad, y)
     if isinstance(grad, torch.Tensor) and isinstance(y, torch.Tensor):
         _inference_only("inplace_softmax_backward", "torch.ops.aten._softmax_backward_data", ("grad", grad), ("y", y))
     if _use_op():
@@ -382,6 +385,7 @@ def inplace_layer_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor |
     returns `x`. `x` must be contiguous over the normalised (trailing) dims; weight/bias have
     `normalized_shape` and x's dtype. Inference only (raises if anything requires grad under autograd).
     """
+    check_no_transform("inplace_layer_norm", x, weight, bias)
     if isinstance(x, torch.Tensor):
         _inference_only("inplace_layer_norm", "torch.nn.functional.layer_norm",
                         ("x", x), ("weight", weight), ("bias", bias))
@@ -399,6 +403,7 @@ def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | N
     """``x ← rms_norm(x, normalized_shape, weight, eps)`` in place (``x / sqrt(mean(x²) + eps) · weight``);
     returns `x`. `eps=None` means ``torch.finfo(x.dtype).eps``, like torch.nn.functional.rms_norm.
     Inference only, like :func:`inplace_layer_norm`."""
+    check_no_transform("inplace_rms_norm", x, weight)
     if isinstance(x, torch.Tensor):
         _inference_only("inplace_rms_norm", "torch.nn.functional.rms_norm", ("x", x), ("weight", weight))
         if eps is None and x.dtype in _DTYPE_CODE:
@@ -413,6 +418,7 @@ def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | N
 
 
 def _square_matmul(x, w, transpose_w, bias, workspace, op_name):
+    check_no_transform(op_name, x, w, bias)
     if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
         _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
         if _grad_needed(x):

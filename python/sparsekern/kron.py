@@ -71,6 +71,7 @@ against 158 µs recomputed, for 1-2 µs more in the forward).
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from typing import Sequence
 
@@ -79,7 +80,7 @@ from torch import nn
 
 from . import _C
 from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
-                    check_backend, check_same, check_tensor, cublas_workspace)
+                    check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
 
@@ -518,11 +519,20 @@ _grad_enabled = torch.is_grad_enabled
 def _dispatch(x, factors):
     """The custom op when tracing (or for fake/meta tensors and other subclasses), the autograd
     Function when a graph is needed in eager mode, else straight to the native call."""
+    check_no_transform("kron_matmul", x, *factors)
     if _is_compiling() or type(x) not in _PLAIN or x.is_meta or any(type(f) not in _PLAIN for f in factors):
         return _kron_op(x, list(factors))
     if _grad_enabled() and (x.requires_grad or any(f.requires_grad for f in factors)):
         return _KronFunction.apply(x, *factors)
     return _forward(x, factors)
+
+
+def _check_factor_types(factors) -> None:
+    """Every factor a tensor, named if not (the custom op's schema refused a list holding an array
+    with a message about 'List[Tensor]' before the library's own check ran)."""
+    for i, f in enumerate(factors):
+        if not isinstance(f, torch.Tensor):
+            raise TypeError(f"`factors[{i}]` must be a torch.Tensor; got {type(f).__name__}")
 
 
 def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
@@ -549,19 +559,30 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
                 "(with left=True the factors come first: kron_matmul(factors, x, left=True))")
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"`x` must be a torch.Tensor; got {type(x).__name__}")
+        # Checked here in the caller's orientation (the right product below sees transposed views,
+        # and its messages would name the transposed shapes).
+        _check_factor_types(factors)
         for i, f in enumerate(factors):
-            if isinstance(f, torch.Tensor) and f.dim() != 2:
+            if f.dim() != 2:
                 raise ValueError(f"`factors[{i}]` must be 2-D (p × q); got {f.dim()}-D shape {tuple(f.shape)}")
-        ft = [f.mT if isinstance(f, torch.Tensor) else f for f in factors]
-        if x.dim() == 1:
-            return kron_matmul(x, ft)
+            if 0 in f.shape:
+                raise ValueError(f"`factors[{i}]` must have non-zero dims; got shape {tuple(f.shape)}")
         if x.dim() == 0:
             raise ValueError("`x` must have at least 1 dim for left=True; got a 0-D tensor")
+        Q = math.prod(f.shape[1] for f in factors)
+        if factors and x.shape[0 if x.dim() == 1 else -2] != Q:
+            cols = "·".join(str(f.shape[1]) for f in factors)
+            raise ValueError(f"`x` must have {'size' if x.dim() == 1 else 'dim -2 of size'} {Q} (= {cols}, the "
+                             f"product of the factors' columns) for left=True; got shape {tuple(x.shape)}")
+        ft = [f.mT for f in factors]
+        if x.dim() == 1:
+            return kron_matmul(x, ft)
         return kron_matmul(x.mT, ft).mT
     x, factors = a, b
     if isinstance(factors, nn.ParameterList):
         factors = list(factors)
     if isinstance(factors, (list, tuple)) and factors and isinstance(x, torch.Tensor):
+        _check_factor_types(factors)
         x, *factors = autocast_args(x, x, *factors)  # under torch.autocast: in its dtype, as torch.matmul
         return _dispatch(x, factors)
     return _forward(x, factors)  # raises the argument error
@@ -591,9 +612,13 @@ def _parse_shapes(factor_shapes) -> list[tuple[int, int]]:
     shapes = []
     for i, s in enumerate(factor_shapes):
         try:
-            p, q = (int(v) for v in s)
-        except (TypeError, ValueError):
-            raise TypeError(f"`factor_shapes[{i}]` must be a (p, q) pair of ints; got {s!r}") from None
+            pair = tuple(s)
+        except TypeError:
+            pair = ()
+        # Integers only (NumPy's too): int(2.9) or int(True) would pass a size nobody asked for.
+        if len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in pair):
+            raise TypeError(f"`factor_shapes[{i}]` must be a (p, q) pair of ints; got {s!r}")
+        p, q = int(pair[0]), int(pair[1])
         if p <= 0 or q <= 0:
             raise ValueError(f"`factor_shapes[{i}]` must be positive; got {(p, q)}")
         shapes.append((p, q))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import os
 import sys
 
 import torch
@@ -38,6 +39,16 @@ def parse_factor(text: str) -> tuple[int, int]:
     return p, q
 
 
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}")
+    return v
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     """Registers `sparsekern kron` on the CLI's subparsers."""
     pk = sub.add_parser(
@@ -49,9 +60,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     pk.add_argument("--tf32", action="store_true", help="allow TF32 in fp32 matmuls (default: off)")
     pk.add_argument("--implementation", choices=["v1", "v2", "v3"], default="v3", help="profile: which one")
     pk.add_argument("--trace", help="profile: Chrome trace path (default kron-<impl>-trace.json)")
-    pk.add_argument("--iters", type=int, default=10, help="profile: forward+backward iterations")
+    pk.add_argument("--iters", type=positive_int, default=10, help="profile: forward+backward iterations")
     pk.add_argument("--seed", type=int, default=0)
-    pk.add_argument("batch_size", type=int)
+    pk.add_argument("batch_size", type=positive_int)
     pk.add_argument("factors", nargs="+", type=parse_factor, metavar="factor")
     pk.add_argument("command", choices=["check", "profile", "bench"])
     pk.set_defaults(handler=main)
@@ -183,6 +194,12 @@ def cmd_profile(args, device, dtype, out) -> int:
         print("v1 cannot run here: the Kronecker matrix would have more than 2^28 elements", file=out)
         return 2
     fn = IMPLS[name]
+    path = args.trace or f"kron-{name}-trace.json"
+    try:  # before the run: torch's exporter only logs a failure to open the file
+        open(path, "w").close()
+    except OSError as e:
+        print(f"sparsekern kron: error: cannot write the Chrome trace {path!r}: {e.strerror}", file=sys.stderr)
+        return 2
     x, fs, gy = _inputs(args, device, dtype, True)
 
     def step():
@@ -201,8 +218,10 @@ def cmd_profile(args, device, dtype, out) -> int:
             torch.cuda.synchronize(device)
     sort = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
     print(prof.key_averages().table(sort_by=sort, row_limit=15), file=out)
-    path = args.trace or f"kron-{name}-trace.json"
     prof.export_chrome_trace(path)
+    if not os.path.getsize(path):
+        print(f"sparsekern kron: error: the Chrome trace {path!r} was not written", file=sys.stderr)
+        return 1
     print(f"{name}: {args.iters} forward+backward iterations profiled; Chrome trace: {path}", file=out)
     return 0
 
@@ -236,7 +255,8 @@ def cmd_bench(args, device, dtype, out) -> int:
     return 0
 
 
-def main(args, out=sys.stdout) -> int:
+def main(args, out=None) -> int:
+    out = sys.stdout if out is None else out  # read per call: pytest and others swap sys.stdout
     from .cli import _device
 
     device = _device(args.device)

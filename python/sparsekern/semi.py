@@ -84,7 +84,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import (_capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_tensor,
+from ._core import (_capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
                     dtype_name, outside_graph_pools, stream_of)
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
@@ -937,6 +937,7 @@ class SemiStructuredLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.weight, self.bias
+        check_no_transform("SemiStructuredLinear", x, weight, bias)
         dt = autocast_dtype(x) if isinstance(x, torch.Tensor) else None
         if dt is not None:  # under torch.autocast (F.linear's policy: the operands in its dtype)
             if weight.dtype is not dt:

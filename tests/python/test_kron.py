@@ -1188,7 +1188,7 @@ def test_bad_input(device):
         kron_matmul(torch.tensor(1.0, device=device), [randn(1, 1, device=device)])
     with pytest.raises(TypeError, match=r"`factors` must be a list"):
         kron_matmul(x, [a, b], left=True)  # factors come first with left=True
-    with pytest.raises(ValueError, match=r"`x` must have last dim 6"):
+    with pytest.raises(ValueError, match=r"`x` must have dim -2 of size 6 \(= 3·2, the product of the factors. columns\)"):
         kron_matmul([a, b], randn(5, 4, device=device), left=True)  # (Fa ⊗ Fb) is 6x6: x needs 6 rows
 
 

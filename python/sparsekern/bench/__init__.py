@@ -284,7 +284,8 @@ def _measure(c: Case, row: dict, device: torch.device) -> None:
                 row["frac_of_copy"] = row["tbps_ours"] / row["copy_tbps"]
 
 
-def print_table(rows, out=sys.stdout) -> None:
+def print_table(rows, out=None) -> None:
+    out = sys.stdout if out is None else out  # read per call: pytest and others swap sys.stdout
     hdr = ["family", "op", "shape", "dtype", "ours", "anchor", "ratio", "TFLOP/s | TB/s (of copy)",
            "extra MiB ours/anchor", "ok"]
     cells = []
@@ -308,7 +309,8 @@ def print_table(rows, out=sys.stdout) -> None:
 
 
 def run(device: torch.device, families=None, quick: bool = True, json_path: Optional[str] = None,
-        out=sys.stdout) -> dict:
+        out=None) -> dict:
+    out = sys.stdout if out is None else out  # read per call: pytest and others swap sys.stdout
     cases: list[Case] = []
     for fam in families or FAMILIES:
         cases += importlib.import_module(f"{__name__}.{fam}").cases(device, quick)

@@ -19,7 +19,8 @@ def best_device() -> torch.device:
     return torch.device("cuda") if torch.cuda.is_available() and cuda_available() else torch.device("cpu")
 
 
-def run(device: torch.device | None = None, families=None, quick: bool = False, out=sys.stdout) -> list[dict]:
+def run(device: torch.device | None = None, families=None, quick: bool = False, out=None) -> list[dict]:
+    out = sys.stdout if out is None else out  # read per call: pytest and others swap sys.stdout
     device = device or best_device()
     rows: list[dict] = []
     for fam in families or FAMILIES:

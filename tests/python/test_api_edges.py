@@ -1,0 +1,137 @@
+"""Edges of the public API found by an audit in session 29 (each failed before its fix):
+forward-mode AD and torch.func transforms, refused by name in every family instead of a result
+without its tangent or "Cannot access data pointer"; kron's left product checked in the caller's
+orientation, non-tensor factors named; KronLinear's sizes must be ints; the kron CLI's bad
+arguments. CPU only."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+
+import sparsekern as sk
+from sparsekern import bsr
+from sparsekern.cli import main as cli_main
+
+_D = torch.float64
+
+
+def _cases():
+    torch.manual_seed(0)
+    f = [torch.randn(8, 8, dtype=_D), torch.randn(8, 8, dtype=_D)]
+    m = sk.BlockSparseMatrix.random((64, 64), 16, 0.5, dtype=_D)
+    w = torch.randn(64, 64, dtype=_D)
+    csr = (w * (torch.rand(64, 64) < 0.3)).to_sparse_csr()
+    with torch.no_grad():
+        lin = sk.BlockSparseLinear(64, 64, block_size=16, dtype=_D).requires_grad_(False)
+        sp = sk.SparseLinear.from_dense(torch.nn.Linear(64, 64, dtype=_D), 0.3).requires_grad_(False) \
+            if hasattr(sk.SparseLinear, "from_dense") else None
+    cases = {
+        "kron_matmul": lambda x: sk.kron_matmul(x, f),
+        "kron_matmul left": lambda x: sk.kron_matmul(f, x.t(), left=True),
+        "bsr.dds": lambda x: bsr.dds(x, m),
+        "bsr.dsd": lambda x: bsr.dsd(m, x.t()),
+        "bsr.sdd": lambda x: bsr.sdd(x.t(), x, m).values,
+        "BlockSparseLinear": lin,
+        "matmul": lambda x: sk.matmul(x, w),
+        "matmul_transb": lambda x: sk.matmul_transb(x, w),
+        "csr_matmul": lambda x: sk.csr_matmul(csr, x.t()),
+        "csr_sddmm": lambda x: sk.csr_sddmm(x.t(), x, csr).values(),
+        "inplace_softmax": lambda x: sk.inplace_softmax(x.clone()),
+        "square_matmul": lambda x: sk.square_matmul(x.clone(), w),
+    }
+    if sp is not None:
+        cases["SparseLinear"] = sp
+    return cases
+
+
+_NAMES = list(_cases())
+
+
+@pytest.mark.parametrize("name", _NAMES)
+def test_forward_mode_ad_is_refused_not_dropped(name):
+    """A dual input that did not require grad went to the native call, and the result came back
+    with no tangent (torch's own ops give the right one)."""
+    fn = _cases()[name]
+    x = torch.randn(64, 64, dtype=_D)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.randn_like(x))
+        with pytest.raises(NotImplementedError, match="forward-mode AD"):
+            fn(dual)
+        out = fn(x)  # inside a dual level, inputs without a tangent still work
+        assert isinstance(out, torch.Tensor) and fwAD.unpack_dual(out).tangent is None
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp", "jacrev"])
+@pytest.mark.parametrize("name", ["kron_matmul", "bsr.dds", "matmul", "csr_matmul", "inplace_softmax"])
+def test_torch_func_transforms_are_refused_by_name(name, transform):
+    fn = _cases()[name]
+    x = torch.randn(64, 64, dtype=_D)
+    if transform == "grad":
+        call = lambda: torch.func.grad(lambda t: fn(t).sum())(x)  # noqa: E731
+    elif transform == "vmap":
+        call = lambda: torch.func.vmap(fn)(x.unsqueeze(0).expand(2, 64, 64).clone())  # noqa: E731
+    elif transform == "jvp":
+        call = lambda: torch.func.jvp(fn, (x,), (torch.ones_like(x),))  # noqa: E731
+    else:
+        call = lambda: torch.func.jacrev(lambda t: fn(t).sum(0))(x[:2])  # noqa: E731
+    with pytest.raises(NotImplementedError, match=f"{name.split()[0]}: forward-mode AD .* not supported"):
+        call()
+
+
+def test_kron_left_messages_use_the_callers_shapes():
+    a, b = torch.randn(2, 3), torch.randn(4, 5)  # (A ⊗ B) is 8 × 15
+    with pytest.raises(ValueError, match=r"`x` must have dim -2 of size 15 \(= 3·5, the product of the "
+                                         r"factors' columns\) for left=True; got shape \(14, 7\)"):
+        sk.kron_matmul([a, b], torch.randn(14, 7), left=True)
+    with pytest.raises(ValueError, match=r"`x` must have size 15 .* got shape \(14,\)"):
+        sk.kron_matmul([a, b], torch.randn(14), left=True)
+    with pytest.raises(ValueError, match=r"`factors\[0\]` must have non-zero dims; got shape \(0, 3\)"):
+        sk.kron_matmul([torch.randn(0, 3), b], torch.randn(15, 2), left=True)
+    x = torch.randn(15, 7, dtype=_D)
+    got = sk.kron_matmul([a.double(), b.double()], x, left=True)
+    assert torch.allclose(got, torch.kron(a.double(), b.double()) @ x)
+
+
+@pytest.mark.parametrize("left", [False, True])
+@pytest.mark.parametrize("bad", [np.ones((3, 2), np.float32), [[1.0, 2.0]] * 3, 2.0, None])
+def test_kron_non_tensor_factor_is_named(bad, left):
+    """A list holding an array went to the custom op, whose schema refused it ("Expected a value of
+    type 'List[Tensor]'") before the library's check could name the factor."""
+    a = torch.randn(2, 2)
+    with pytest.raises(TypeError, match=r"`factors\[1\]` must be a torch.Tensor"):
+        if left:
+            sk.kron_matmul([a, bad], torch.randn(4, 3), left=True)
+        else:
+            sk.kron_matmul(torch.randn(4, 6), [a, bad])
+
+
+@pytest.mark.parametrize("shape", [(3, 2.9), (True, 2), (3, "4"), (3,), 5])
+def test_kron_linear_sizes_must_be_ints(shape):
+    """(3, 2.9) built a 3 × 2 factor (int() truncated it) and (True, 2) a 1 × 2 one."""
+    with pytest.raises(TypeError, match=r"`factor_shapes\[0\]` must be a \(p, q\) pair of ints"):
+        sk.KronLinear([shape, (4, 5)])
+    assert sk.KronLinear([(np.int64(3), 2), (4, 5)]).out_features == 10
+
+
+@pytest.mark.parametrize("argv", [["kron", "-3", "4", "4", "check"], ["kron", "0", "4", "check"],
+                                  ["kron", "--iters", "0", "8", "4", "profile"],
+                                  ["kron", "--iters", "-1", "8", "4", "profile"]])
+def test_kron_cli_refuses_bad_numbers(argv, capsys):
+    """A negative batch size ended in a traceback; --iters 0 / -1 "profiled" nothing."""
+    with pytest.raises(SystemExit) as e:
+        cli_main(argv)
+    assert e.value.code == 2
+    assert "must be a positive integer" in capsys.readouterr().err
+
+
+def test_kron_cli_profile_reports_an_unwritable_trace(tmp_path, capsys):
+    """The profiler only logged "Failed to open", and the command printed the path and exited 0."""
+    bad = tmp_path / "missing" / "t.json"
+    rc = cli_main(["kron", "--device", "cpu", "--iters", "1", "4", "4", "4", "profile", "--trace", str(bad)])
+    assert rc == 2
+    assert "cannot write the Chrome trace" in capsys.readouterr().err
+    good = tmp_path / "t.json"
+    rc = cli_main(["kron", "--device", "cpu", "--iters", "1", "4", "4", "4", "profile", "--trace", str(good)])
+    assert rc == 0 and good.stat().st_size > 0
