@@ -12,7 +12,12 @@ def _device(name: str | None) -> torch.device:
 
     if name is None:
         return best_device()
-    dev = torch.device(name)
+    try:
+        dev = torch.device(name)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise SystemExit(f"sparsekern: --device must be cpu or cuda[:N]; got {name!r}")
     if dev.type == "cuda":
         from . import cuda_available
 

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_capturing, as_dlpack, autocast_args, check_backend, check_no_transform, check_tensor, dtype_name,
+from ._core import (_capturing, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -800,6 +800,12 @@ class SparseLinear(nn.Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"`input` must have {self.in_features} features in its last dim; got shape {tuple(x.shape)}")
         lead = x.shape[:-1]
+        if self.values.dtype != x.dtype and autocast_dtype(x) is None:
+            raise TypeError(f"`input` must have the dtype of the layer's weight ({dtype_name(self.values.dtype)}); "
+                            f"got {dtype_name(x.dtype)}")
+        if self.in_features == 0:  # x · Wᵀ of zero features: the bias alone, as nn.Linear gives
+            y = x.new_zeros(*lead, self.out_features)
+            return y if self.bias is None else y + self.bias
         # under torch.autocast: x, the values and the bias in its dtype, as F.linear
         x, values, bias = autocast_args(x, x, self.values, self.bias)
         x2 = x.reshape(-1, self.in_features)

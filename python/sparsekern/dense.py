@@ -238,8 +238,8 @@ def _dispatch(a, b, transb: bool):
     check_no_transform("matmul_transb" if transb else "matmul", a, b)
     if isinstance(a, torch.Tensor):  # under torch.autocast: both operands in its dtype, as torch.matmul
         a, b = autocast_args(a, a, b)
-    if _is_compiling():
-        return _matmul_op(a, b, transb)
+    if _is_compiling() or getattr(a, "is_meta", False) or getattr(b, "is_meta", False):
+        return _matmul_op(a, b, transb)  # (meta tensors: the op's fake implementation gives the result)
     if _grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
         return _MatmulFunction.apply(a, b, transb)
     return _forward(a, b, transb)

@@ -311,9 +311,10 @@ class _InplaceSoftmax(torch.autograd.Function):
         return x
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: torch's ops, so that a second backward sees them
+            return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
         gx = torch.empty_like(y)  # y's layout: the two then share one row mapping in the kernel
         gx.copy_(grad)
         _softmax_backward_op(gx, y, ctx.dim)
@@ -339,9 +340,20 @@ class _InplaceSquareMatmul(torch.autograd.Function):
         return gx, None, None, None, None
 
 
-def _use_op() -> bool:
-    """Go through the dispatcher only when tracing needs it; else call the library directly."""
-    return torch.compiler.is_compiling()
+def _use_op(t=None) -> bool:
+    """Go through the dispatcher only when tracing needs it (or for meta tensors, which its fake
+    implementation handles); else call the library directly."""
+    return torch.compiler.is_compiling() or (isinstance(t, torch.Tensor) and t.is_meta)
+
+
+_bump = torch.autograd.graph.increment_version
+
+
+def _written(t: torch.Tensor) -> None:
+    """After a direct (eager) write: bump `t`'s version counter as torch's in-place ops do, so that
+    autograd refuses a graph that saved `t` before it was overwritten (it used the new values)."""
+    if isinstance(t, torch.Tensor):
+        _bump(t)
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,11 +369,16 @@ def inplace_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """
     check_no_transform("inplace_softmax", x)
     if isinstance(x, torch.Tensor) and _grad_needed(x):
+        if _use_op(x):
+            # Traced with autograd: torch's softmax copied back (the Function's mark_dirty and the
+            # mutating op did not survive AOT autograd: the gradient came out as the identity).
+            return x.copy_(torch.softmax(x, dim))
         return _InplaceSoftmax.apply(x, _check_softmax(x, dim))
-    if _use_op():
+    if _use_op(x):
         _softmax_op(x, dim)
     else:
         _softmax_impl(x, _check_softmax(x, dim))
+        _written(x)
     return x
 
 
@@ -372,10 +389,11 @@ def inplace_softmax_backward(grad: torch.Tensor, y: torch.Tensor, dim: int = -1)
     check_no_transform("inplace_softmax_backward", grad, y)
     if isinstance(grad, torch.Tensor) and isinstance(y, torch.Tensor):
         _inference_only("inplace_softmax_backward", "torch.ops.aten._softmax_backward_data", ("grad", grad), ("y", y))
-    if _use_op():
+    if _use_op(grad):
         _softmax_backward_op(grad, y, dim)
     else:
         _softmax_backward_impl(grad, y, _check_softmax_backward(grad, y, dim))
+        _written(grad)
     return grad
 
 
@@ -389,12 +407,13 @@ def inplace_layer_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor |
     if isinstance(x, torch.Tensor):
         _inference_only("inplace_layer_norm", "torch.nn.functional.layer_norm",
                         ("x", x), ("weight", weight), ("bias", bias))
-    if _use_op():
+    if _use_op(x):
         shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
         _layer_norm_op(x, shape, weight, bias, float(eps))
         return x
     k, weight, bias = _check_norm(x, normalized_shape, weight, bias, eps)
     _layer_norm_impl(x, k, weight, bias, eps)
+    _written(x)
     return x
 
 
@@ -408,12 +427,13 @@ def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | N
         _inference_only("inplace_rms_norm", "torch.nn.functional.rms_norm", ("x", x), ("weight", weight))
         if eps is None and x.dtype in _DTYPE_CODE:
             eps = torch.finfo(x.dtype).eps
-    if _use_op():
+    if _use_op(x):
         shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
         _rms_norm_op(x, shape, weight, float(eps))
         return x
     k, weight, _ = _check_norm(x, normalized_shape, weight, None, eps)
     _rms_norm_impl(x, k, weight, eps)
+    _written(x)
     return x
 
 
@@ -422,13 +442,17 @@ def _square_matmul(x, w, transpose_w, bias, workspace, op_name):
     if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
         _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
         if _grad_needed(x):
+            if _use_op(x):  # traced with autograd: torch's product copied back (see inplace_softmax)
+                y = torch.matmul(x, w.mT if transpose_w else w)
+                return x.copy_(y if bias is None else y + bias)
             _check_square(x, w, bias, workspace)
             return _InplaceSquareMatmul.apply(x, w, bool(transpose_w), bias, workspace)
-    if _use_op():
+    if _use_op(x):
         _square_matmul_op(x, w, bool(transpose_w), bias, workspace)
     else:
         _check_square(x, w, bias, workspace)
         _square_matmul_impl(x, w, transpose_w, bias, workspace)
+        _written(x)
     return x
 
 
@@ -458,4 +482,11 @@ def inplace_linear(x: torch.Tensor, linear: torch.nn.Linear, *, workspace: torch
     if linear.in_features != linear.out_features:
         raise ValueError(f"`linear` must be square (in_features == out_features) to run in place; got "
                          f"{linear.in_features} -> {linear.out_features}")
+    if isinstance(x, torch.Tensor):  # named after the layer: `w` and its shape are not the caller's words
+        if x.dim() == 0 or x.shape[-1] != linear.in_features:
+            raise ValueError(f"`x` must have {linear.in_features} features in its last dim (the layer's "
+                             f"in_features); got shape {tuple(x.shape)}")
+        if linear.weight.dtype != x.dtype or linear.weight.device != x.device:
+            raise TypeError(f"`linear` must have the dtype and device of `x` ({x.dtype}, {x.device}); got "
+                            f"{linear.weight.dtype}, {linear.weight.device}")
     return _square_matmul(x, linear.weight, True, linear.bias, workspace, "inplace_linear")

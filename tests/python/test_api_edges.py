@@ -135,3 +135,98 @@ def test_kron_cli_profile_reports_an_unwritable_trace(tmp_path, capsys):
     good = tmp_path / "t.json"
     rc = cli_main(["kron", "--device", "cpu", "--iters", "1", "4", "4", "4", "profile", "--trace", str(good)])
     assert rc == 0 and good.stat().st_size > 0
+
+
+# --------------------------------------------------------------------------------------------
+# In-place ops, dense products and SparseLinear (a second audit, same session)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_compiled_inplace_ops_with_autograd_give_the_right_gradients(fullgraph):
+    """Compiled with autograd, inplace_softmax and square_matmul came out as the identity in the
+    backward (x.grad == g), and fullgraph=True failed in their argument checks."""
+    torch.manual_seed(0)
+    w = torch.randn(8, 8, dtype=_D)
+    for fn, ref in [(lambda t: sk.inplace_softmax(t * 1), lambda t: torch.softmax(t, -1)),
+                    (lambda t: sk.square_matmul(t * 1, w), lambda t: t @ w),
+                    (lambda t: sk.square_matmul(t * 1, w, True), lambda t: t @ w.t())]:
+        x = torch.randn(3, 8, dtype=_D, requires_grad=True)
+        g = torch.randn(3, 8, dtype=_D)
+        torch._dynamo.reset()
+        y = torch.compile(fn, fullgraph=fullgraph, backend="aot_eager")(x)
+        (y * g).sum().backward()
+        x2 = x.detach().requires_grad_()
+        (ref(x2) * g).sum().backward()
+        assert torch.allclose(y, ref(x.detach()))
+        assert torch.allclose(x.grad, x2.grad)
+
+
+@pytest.mark.parametrize("op", ["softmax", "softmax_backward", "layer_norm", "rms_norm", "square_matmul",
+                                "inplace_linear"])
+def test_direct_in_place_writes_bump_the_version_counter(op):
+    """Outside autograd the ops wrote without bumping the version: a graph that had saved the tensor
+    used the overwritten values for its gradient, silently (torch's own in-place ops raise)."""
+    a = torch.randn(3, 8, requires_grad=True)
+    h = torch.randn(3, 8)
+    y = a * h  # saves h
+    if op == "softmax":
+        sk.inplace_softmax(h)
+    elif op == "softmax_backward":
+        sk.inplace_softmax_backward(h, torch.softmax(torch.randn(3, 8), -1))
+    elif op == "layer_norm":
+        sk.inplace_layer_norm(h, 8)
+    elif op == "rms_norm":
+        sk.inplace_rms_norm(h, 8)
+    elif op == "square_matmul":
+        sk.square_matmul(h, torch.randn(8, 8))
+    else:
+        with torch.no_grad():
+            sk.inplace_linear(h, torch.nn.Linear(8, 8))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_inplace_softmax_twice_differentiable():
+    """The backward was once-differentiable without saying so: gradgradcheck found zero second-order
+    terms."""
+    x = torch.randn(3, 6, dtype=_D, requires_grad=True)
+    w = torch.randn(3, 6, dtype=_D)
+    fn = lambda t: sk.inplace_softmax(t * 1) * w  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x,))
+    assert torch.autograd.gradgradcheck(fn, (x,))
+
+
+def test_meta_tensors_give_meta_results():
+    """matmul and the in-place ops on meta tensors passed the checks, then failed in DLPack
+    ("Cannot pack tensors on meta")."""
+    m = lambda *s: torch.empty(*s, device="meta")  # noqa: E731
+    assert sk.matmul(m(3, 4), m(4, 5)).shape == (3, 5)
+    assert sk.matmul_transb(m(2, 3, 4), m(5, 4)).shape == (2, 3, 5)
+    for out in (sk.inplace_softmax(m(3, 4)), sk.inplace_layer_norm(m(3, 4), 4), sk.inplace_rms_norm(m(3, 4), 4),
+                sk.square_matmul(m(3, 4), m(4, 4))):
+        assert out.device.type == "meta" and out.shape == (3, 4)
+    with pytest.raises(ValueError, match="`b` must have 4 rows"):
+        sk.matmul(m(3, 4), m(5, 5))
+
+
+@pytest.mark.parametrize("device", ["meta", "bogus", "mps"])
+def test_cli_refuses_other_devices_by_name(device, capsys):
+    with pytest.raises(SystemExit, match=r"--device must be cpu or cuda\[:N\]"):
+        cli_main(["check", "--device", device, "--quick"])
+
+
+def test_layer_messages_name_the_callers_arguments():
+    with pytest.raises(TypeError, match=r"`input` must have the dtype of the layer's weight \(float32\)"):
+        sk.SparseLinear(8, 4)(torch.randn(3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"`x` must have 8 features in its last dim"):
+        sk.inplace_linear(torch.randn(3, 4), torch.nn.Linear(8, 8))
+    with pytest.raises(TypeError, match=r"`linear` must have the dtype and device of `x`"):
+        sk.inplace_linear(torch.randn(3, 8, dtype=torch.float64), torch.nn.Linear(8, 8))
+
+
+def test_sparse_linear_with_no_input_features_gives_the_bias():
+    """nn.Linear(0, 4) returns its bias for every row; SparseLinear(0, 4) failed in a reshape."""
+    layer = sk.SparseLinear(0, 4, density=0.5)
+    y = layer(torch.randn(3, 0))
+    assert y.shape == (3, 4) and torch.equal(y, layer.bias.expand(3, 4))
+    y.sum().backward()
+    assert torch.equal(layer.bias.grad, torch.full((4,), 3.0))
