@@ -215,3 +215,20 @@ print(re.search(r'_FRESH_THREAD_CODE = r"""(.*?)"""', s, re.S).group(1))
 PY
   python3 -m pip install -q --no-deps --no-index --target /tmp/oldpkg $R/.whl312_old/sparsekern-*.whl > /tmp/old_inst.txt 2>&1 || tail -3 /tmp/old_inst.txt
 }
+# diag_all_cuda_tests LIMIT [FILE...]: every CUDA test on the one GPU, four processes: the bsr
+# suite in two halves, kron, and the other files (plus FILEs under tests/python); the caller
+# waits, then diag_all_cuda_tests_report prints each process's count and first failures.
+diag_all_cuda_tests() {
+  local limit=$1 T=$R/tests/python; shift
+  diag_bsr_halves_start $limit
+  timeout $(cap $limit) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1 &
+  timeout $(cap $limit) python3 -m pytest $T/test_dense.py $T/test_csr.py $T/test_semi.py $T/test_inplace.py \
+    $T/test_autocast.py $T/test_dlpack_interop.py $T/test_integrations_bert.py $T/test_cpu_gemm.py \
+    $T/test_bindings.py $T/test_capture.py $(printf "$T/%s " "$@") -q -p no:cacheprovider -m cuda -rs \
+    > $OUT/other_tests.txt 2>&1 &
+}
+diag_all_cuda_tests_report() {
+  local f
+  diag_bsr_halves_report
+  for f in kron_tests other_tests; do echo "$f: $(tail -1 $OUT/$f.txt)"; grep -E "^FAILED|^ERROR" $OUT/$f.txt | head -8; done
+}

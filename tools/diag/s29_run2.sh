@@ -7,11 +7,7 @@ source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
 SP=$(python3 -c "import sparsekern,os;print(os.path.dirname(sparsekern.__file__))"); cp $R/python/sparsekern/*.py $SP/
 T=$R/tests/python
-diag_bsr_halves_start 560
-timeout $(cap 560) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1 &
-timeout $(cap 560) python3 -m pytest $T/test_dense.py $T/test_csr.py $T/test_semi.py $T/test_inplace.py \
-  $T/test_autocast.py $T/test_dlpack_interop.py $T/test_integrations_bert.py $T/test_cpu_gemm.py \
-  $T/test_bindings.py $T/test_capture.py -q -p no:cacheprovider -m cuda > $OUT/other_tests.txt 2>&1 &
+diag_all_cuda_tests 560
 timeout $(cap 560) python3 -m pytest $T/test_api_edges.py $T/test_bsr_edges.py -q -p no:cacheprovider > $OUT/edges_tests.txt 2>&1 &
 timeout $(cap 300) python3 - > $OUT/compile_inplace.txt 2>&1 <<'PY' &
 import torch, sparsekern as sk
@@ -31,7 +27,7 @@ for name, fn, ref in [("inplace_softmax", lambda t: sk.inplace_softmax(t * 1), l
         print(f"{name} inductor fullgraph={fullgraph}: grad rel err vs float64 {err:.2e}", "ok" if err < 1e-2 else "WRONG")
 PY
 wait
-diag_bsr_halves_report
-for f in kron_tests other_tests edges_tests; do echo "$f: $(tail -1 $OUT/$f.txt)"; grep -E "^FAILED|^ERROR" $OUT/$f.txt | head -8; done
+diag_all_cuda_tests_report
+echo "edges_tests: $(tail -1 $OUT/edges_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/edges_tests.txt | head -8
 cat $OUT/compile_inplace.txt | grep -v Warn | tail -6
 echo "total $((SECONDS - T0))s"
