@@ -767,6 +767,9 @@ class SparseLinear(nn.Module):
         return self
 
     def _init_from(self, weight: torch.Tensor, bias, density: float) -> None:
+        if weight.is_meta:
+            raise ValueError("SparseLinear cannot be made on the meta device: its sparsity pattern is data "
+                             "(index buffers) chosen from the weights' magnitudes; make it on the CPU or the GPU")
         if not (isinstance(density, (int, float)) and 0.0 < density <= 1.0):
             raise ValueError(f"`density` must be in (0, 1]; got {density!r}")
         out_features, in_features = weight.shape

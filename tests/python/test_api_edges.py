@@ -230,3 +230,11 @@ def test_sparse_linear_with_no_input_features_gives_the_bias():
     assert y.shape == (3, 4) and torch.equal(y, layer.bias.expand(3, 4))
     y.sum().backward()
     assert torch.equal(layer.bias.grad, torch.full((4,), 3.0))
+
+
+def test_sparse_linear_refuses_the_meta_device_by_name():
+    """It failed inside torch (nonzero on meta); its pattern comes from the weights' values."""
+    with pytest.raises(ValueError, match="meta device"):
+        sk.SparseLinear(8, 4, device="meta")
+    with torch.device("meta"), pytest.raises(ValueError, match="meta device"):
+        sk.SparseLinear(8, 4)
