@@ -23,8 +23,19 @@ void check_dense(const char* name, const MatrixView& v, std::int64_t rows, std::
              " to chain with the other operands; got ", v.rows, "x", v.cols);
   SK_EXPECTS(v.row_stride >= 0 && v.col_stride >= 0, "`", name,
              "` must have non-negative strides; got (", v.row_stride, ", ", v.col_stride, ")");
+  SK_EXPECTS(::sparsekern::detail::checked_product({rows, cols}) >= 0 &&
+                 ::sparsekern::detail::span_elements({{rows, v.row_stride}, {cols, v.col_stride}}, 8) >= 0, "`", name, "`: ",
+             rows, "x", cols, " at strides (", v.row_stride, ", ", v.col_stride, ") overflows 64-bit offsets");
   SK_EXPECTS(v.data != nullptr || rows * cols == 0, "`", name, "` has a null data pointer but ",
              rows, "x", cols, " elements");
+}
+
+/// Elements a checked view spans.
+std::int64_t span(const MatrixView& v) {
+  return ::sparsekern::detail::span_elements({{v.rows, v.row_stride}, {v.cols, v.col_stride}}, 8);
+}
+std::int64_t span(const MutableMatrixView& v) {
+  return ::sparsekern::detail::span_elements({{v.rows, v.row_stride}, {v.cols, v.col_stride}}, 8);
 }
 
 void check_out(const char* name, const MutableMatrixView& v, std::int64_t rows, std::int64_t cols) {
@@ -33,6 +44,8 @@ void check_out(const char* name, const MutableMatrixView& v, std::int64_t rows, 
   SK_EXPECTS((rows <= 1 || v.row_stride > 0) && (cols <= 1 || v.col_stride > 0), "`", name,
              "` must not have zero strides (outputs cannot broadcast); got (", v.row_stride, ", ",
              v.col_stride, ")");
+  SK_EXPECTS(::sparsekern::detail::self_disjoint({{rows, v.row_stride}, {cols, v.col_stride}}), "`", name,
+             "` must not overlap itself: strides (", v.row_stride, ", ", v.col_stride, ") for ", rows, "x", cols);
 }
 
 /// Shape, block size and pointer checks of a block-sparse view, plus (host arrays only) the
@@ -88,6 +101,10 @@ void check_offsets(const char* name, const std::int32_t* offsets, std::int64_t n
 void validate_pattern(const BlockSparseView& s) {
   const std::int64_t b = s.block_size;
   SK_EXPECTS(b > 0, "`block_size` must be positive; got ", b);
+  SK_EXPECTS(s.rows >= 0 && s.cols >= 0 && s.nnz_blocks >= 0,
+             "the sparse matrix sizes must be non-negative; got ", s.rows, "x", s.cols, ", nnz_blocks=", s.nnz_blocks);
+  SK_EXPECTS(s.rows % b == 0 && s.cols % b == 0, "the block size ", b, " must divide the sparse matrix shape; got ",
+             s.rows, "x", s.cols);
   const std::int64_t rb = s.rows / b, cb = s.cols / b, nnz = s.nnz_blocks;
   // Each set that is given needs its companions (the offsets index the arrays they come with;
   // without blocks those arrays are empty, and an empty array may have a null pointer).
@@ -203,7 +220,12 @@ void dds(const DdsParams& p, Stream stream) {
              p.transpose_s ? "Sᵀ" : "S", "); got ", p.a.cols);
   check_dense("a", p.a, m, k);
   check_out("out", p.c, m, n);
-  SK_EXPECTS(p.c.data != p.a.data || m * n == 0, "`out` must not alias `a`");
+  const std::int64_t elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+  SK_EXPECTS(!::sparsekern::detail::ranges_overlap(p.c.data, span(p.c), p.a.data, span(p.a), elem) &&
+                 (p.c.data != p.a.data || m * n == 0),
+             "`out` must not share memory with `a`");
+  SK_EXPECTS(!::sparsekern::detail::ranges_overlap(p.c.data, span(p.c), p.bias, n, elem),
+             "`bias` must not share memory with `out`");
 
   detail::DdsProblem q;
   q.dtype = p.dtype;
@@ -334,7 +356,10 @@ void dsd(const DsdParams& p, Stream stream) {
              p.transpose_s ? "Sᵀ" : "S", "); got ", p.b.rows);
   check_dense("b", p.b, k, n);
   check_out("out", p.c, m, n);
-  SK_EXPECTS(p.c.data != p.b.data || m * n == 0, "`out` must not alias `b`");
+  SK_EXPECTS(!::sparsekern::detail::ranges_overlap(p.c.data, span(p.c), p.b.data, span(p.b),
+                                     static_cast<std::int64_t>(dtype_size(p.dtype))) &&
+                 (p.c.data != p.b.data || m * n == 0),
+             "`out` must not share memory with `b`");
 
   // Cᵀ (n × m) = Bᵀ (n × k) · op(S)ᵀ: transposes are stride swaps.
   detail::DdsProblem q;

@@ -28,8 +28,15 @@ void validate(const SpmmParams& p) {
   const std::int64_t n = p.b.cols;
   check_view("b", p.b, k, n, p.batch, p.transpose_a ? "the rows of `a`, transposed" : "the columns of `a`");
   check_out("out", p.c, m, n, p.batch);
-  SK_EXPECTS(p.c.data == nullptr || (p.c.data != p.b.data && p.c.data != p.a.values),
-             "`out` must not alias `b` or the values of `a`");
+  const auto elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+  const std::int64_t c_span = span3(p.batch, m, n, p.c.batch_stride, p.c.row_stride, p.c.col_stride);
+  SK_EXPECTS(p.c.data == nullptr ||
+                 (p.c.data != p.b.data && p.c.data != p.a.values &&
+                  !sparsekern::detail::ranges_overlap(p.c.data, c_span, p.b.data,
+                                                      span3(p.batch, k, n, p.b.batch_stride, p.b.row_stride,
+                                                            p.b.col_stride), elem) &&
+                  !sparsekern::detail::ranges_overlap(p.c.data, c_span, p.a.values, p.a.nnz, elem)),
+             "`out` must not share memory with `b` or the values of `a`");
   SK_EXPECTS(p.a.nnz == 0 || p.a.values != nullptr, "`values` of `a` is a null pointer but nnz=",
              p.a.nnz);
 }

@@ -16,14 +16,28 @@ void check_view(const char* name, const MatrixView& v, std::int64_t rows, std::i
   SK_EXPECTS(v.row_stride >= 0 && v.col_stride >= 0 && v.batch_stride >= 0, "`", name,
              "` must have non-negative strides; got (", v.batch_stride, ", ", v.row_stride, ", ",
              v.col_stride, ")");
+  SK_EXPECTS(::sparsekern::detail::checked_product({rows, cols, batch}) >= 0, "`", name, "`: ", batch, " x ", rows, "x", cols,
+             " elements overflow 64-bit sizes");
   SK_EXPECTS(v.data != nullptr || rows * cols * batch == 0, "`", name,
              "` has a null data pointer but ", rows, "x", cols, " elements");
+}
+
+/// Elements spanned by a (batch ×) rows × cols view; checked not to overflow.
+std::int64_t span_of(const char* name, const void* data, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                     std::int64_t bs, std::int64_t rs, std::int64_t cs, DType t) {
+  const std::int64_t span = ::sparsekern::detail::span_elements({{batch, bs}, {rows, rs}, {cols, cs}},
+                                                  static_cast<std::int64_t>(dtype_size(t)));
+  SK_EXPECTS(span >= 0, "`", name, "`: its strides reach past 64-bit byte offsets");
+  (void)data;
+  return span;
 }
 
 }  // namespace
 
 void gemm(const GemmParams& p, Stream stream) {
   const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols;
+  SK_EXPECTS_TYPE(::sparsekern::detail::valid_dtype(p.dtype), "gemm: `dtype` ", static_cast<int>(p.dtype),
+                  " is not a DType");
   SK_EXPECTS(p.batch >= 0 && m >= 0 && k >= 0 && n >= 0, "gemm: sizes must be non-negative; got batch=",
              p.batch, " m=", m, " k=", k, " n=", n);
   SK_EXPECTS(p.b.rows == k, "`b` must have ", k, " rows (the columns of `a`); got ", p.b.rows);
@@ -33,12 +47,24 @@ void gemm(const GemmParams& p, Stream stream) {
              p.c.cols);
   SK_EXPECTS(p.c.row_stride >= 0 && p.c.col_stride >= 0 && p.c.batch_stride >= 0,
              "`c` must have non-negative strides");
+  SK_EXPECTS(::sparsekern::detail::checked_product({m, n, p.batch}) >= 0, "`c`: ", p.batch, " x ", m, "x", n,
+             " elements overflow 64-bit sizes");
   SK_EXPECTS(p.c.data != nullptr || m * n * p.batch == 0, "`c` has a null data pointer");
-  SK_EXPECTS(p.batch <= 1 || p.c.batch_stride >= m * n || m * n == 0,
-             "`c` batch entries must not overlap (batch_stride ", p.c.batch_stride, " < m*n = ",
-             m * n, ")");
-  SK_EXPECTS(m * n * p.batch == 0 || (p.c.data != p.a.data && p.c.data != p.b.data),
-             "`c` must not alias `a` or `b` (the product is not computed in place)");
+  // Every element of c written once: no two (batch, row, col) may reach one address (a batch
+  // stride of m·n with a row stride past n overwrote rows of entry 0 with entry 1).
+  SK_EXPECTS(::sparsekern::detail::self_disjoint({{p.batch, p.c.batch_stride}, {m, p.c.row_stride}, {n, p.c.col_stride}}),
+             "`c` must not overlap itself: strides (", p.c.batch_stride, ", ", p.c.row_stride, ", ",
+             p.c.col_stride, ") for ", p.batch, " x ", m, "x", n);
+  const std::int64_t elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+  const std::int64_t a_span = span_of("a", p.a.data, p.batch, m, k, p.a.batch_stride, p.a.row_stride,
+                                      p.a.col_stride, p.dtype);
+  const std::int64_t b_span = span_of("b", p.b.data, p.batch, k, n, p.b.batch_stride, p.b.row_stride,
+                                      p.b.col_stride, p.dtype);
+  const std::int64_t c_span = span_of("c", p.c.data, p.batch, m, n, p.c.batch_stride, p.c.row_stride,
+                                      p.c.col_stride, p.dtype);
+  SK_EXPECTS(!::sparsekern::detail::ranges_overlap(p.c.data, c_span, p.a.data, a_span, elem) &&
+                 !::sparsekern::detail::ranges_overlap(p.c.data, c_span, p.b.data, b_span, elem),
+             "`c` must not share memory with `a` or `b` (the product is not computed in place)");
 
   if (p.device.type == DeviceType::cpu) {
     detail::gemm_cpu(p);

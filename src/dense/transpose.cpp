@@ -12,6 +12,11 @@ using sparsekern::detail::device_name;
 void transpose(const TransposeParams& p, Stream stream) {
   const std::int64_t rows = p.in.rows, cols = p.in.cols;
   SK_EXPECTS(rows >= 0 && cols >= 0, "transpose: `in` must have non-negative sizes; got ", rows, "x", cols);
+  SK_EXPECTS_TYPE(::sparsekern::detail::valid_dtype(p.dtype),
+                  "transpose: `dtype` ", static_cast<int>(p.dtype), " is not a DType");
+  SK_EXPECTS(::sparsekern::detail::span_elements({{rows, p.in.row_stride}, {cols, p.in.col_stride}}, 8) >= 0 &&
+                 ::sparsekern::detail::span_elements({{cols, p.out.row_stride}, {rows, p.out.col_stride}}, 8) >= 0,
+             "transpose: strides of `in` or `out` overflow 64-bit offsets");
   SK_EXPECTS(p.out.rows == cols && p.out.cols == rows, "`out` must be ", cols, "x", rows,
              " (the transpose of `in`); got ", p.out.rows, "x", p.out.cols);
   if (rows * cols == 0) return;

@@ -11,12 +11,21 @@ namespace {
 
 using sparsekern::detail::device_name;
 
-void check_rows(const char* op, const char* name, const RowsView& v) {
+void check_rows(const char* op, const char* name, const RowsView& v, bool written = true) {
   SK_EXPECTS(v.outer >= 0 && v.inner >= 0 && v.cols >= 0, op, ": `", name,
              "` sizes must be non-negative; got outer=", v.outer, " inner=", v.inner, " cols=", v.cols);
   SK_EXPECTS(v.outer_stride >= 0 && v.inner_stride >= 0 && v.col_stride >= 0, op, ": `", name,
              "` must have non-negative strides; got (", v.outer_stride, ", ", v.inner_stride, ", ",
              v.col_stride, ")");
+  SK_EXPECTS(::sparsekern::detail::checked_product({v.outer, v.inner, v.cols}) >= 0 &&
+                 ::sparsekern::detail::span_elements(
+                     {{v.outer, v.outer_stride}, {v.inner, v.inner_stride}, {v.cols, v.col_stride}}, 8) >= 0,
+             op, ": `", name, "`: sizes (", v.outer, ", ", v.inner, ", ", v.cols, ") or strides overflow 64-bit offsets");
+  // Written in place row by row: no two (outer, inner, col) may reach one element.
+  SK_EXPECTS(!written || ::sparsekern::detail::self_disjoint(
+                 {{v.outer, v.outer_stride}, {v.inner, v.inner_stride}, {v.cols, v.col_stride}}),
+             op, ": `", name, "` must not reach an element twice: strides (", v.outer_stride, ", ", v.inner_stride,
+             ", ", v.col_stride, ") for sizes (", v.outer, ", ", v.inner, ", ", v.cols, ")");
   SK_EXPECTS(v.data != nullptr || v.rows() * v.cols == 0, op, ": `", name,
              "` has a null data pointer but ", v.rows(), "x", v.cols, " elements");
 }
@@ -74,7 +83,7 @@ void softmax(const SoftmaxParams& p, Stream stream) {
 
 void softmax_backward(const SoftmaxBackwardParams& p, Stream stream) {
   check_rows("softmax_backward", "grad", p.grad);
-  check_rows("softmax_backward", "y", p.y);
+  check_rows("softmax_backward", "y", p.y, /*written=*/false);
   SK_EXPECTS(p.y.outer == p.grad.outer && p.y.inner == p.grad.inner && p.y.cols == p.grad.cols,
              "softmax_backward: `y` must have the rows of `grad` (", p.grad.rows(), "x", p.grad.cols,
              "); got ", p.y.rows(), "x", p.y.cols);

@@ -43,6 +43,8 @@ std::int64_t square_matmul_panel_rows(DType dtype, std::int64_t rows, std::int64
   SK_EXPECTS(rows >= 0 && n >= 0, "square_matmul_workspace_size: `rows` and `n` must be non-negative; got ",
              rows, " and ", n);
   if (rows == 0 || n == 0) return 0;
+  SK_EXPECTS(::sparsekern::detail::checked_product({rows, n, static_cast<std::int64_t>(dtype_size(dtype))}) >= 0,
+             "square_matmul_workspace_size: ", rows, " rows of ", n, " elements overflow 64-bit byte counts");
   const std::int64_t row_bytes = n * static_cast<std::int64_t>(dtype_size(dtype));
   return panel_rows_for(rows, row_bytes, std::max(rows * row_bytes / 50, kMinPanelBytes));
 }
@@ -79,6 +81,8 @@ void square_matmul(const SquareMatmulParams& p, Stream stream) {
   SK_EXPECTS(!overlap(p.workspace.data, ws_bytes, p.x.data, x_bytes) &&
                  !overlap(p.workspace.data, ws_bytes, p.w.data, w_bytes),
              "square_matmul: `workspace` must not share memory with `x` or `w`");
+  SK_EXPECTS(p.bias == nullptr || !overlap(p.workspace.data, ws_bytes, p.bias, n * elem),
+             "square_matmul: `bias` must not share memory with `workspace`");
 #if !SPARSEKERN_WITH_CUDA
   if (p.device.type != DeviceType::cpu)
     throw BackendUnavailable("square_matmul: operands are on " + device_name(p.device) +

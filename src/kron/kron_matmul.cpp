@@ -36,6 +36,7 @@ Backend& backend_for(Device device, const char* op) {
 /// Checked shapes of one problem.
 struct Shapes {
   long long M = 0, P = 1, Q = 1;
+  long long R = 1;  ///< ∏ max(pᵢ, qᵢ): a bound on every intermediate state's row length
   std::vector<ModeDims> modes;
 };
 
@@ -64,6 +65,13 @@ Shapes check_factors(const MatrixView* factors, int n) {
                "the Kronecker product of `factors` is too large (more than 2^40 rows or columns)");
     s.P *= f.rows;
     s.Q *= f.cols;
+    // The states between factors hold rows of (some q's) × (the other p's) elements: with
+    // factors (2^21 × 1), (1 × 2^20), (1 × 2^20) P = 2^21 and Q = 2^40 pass, but a state of 2^61
+    // elements wrapped the workspace size to 0 and the product wrote outside the workspace.
+    const long long r = std::max(f.rows, f.cols);
+    SK_EXPECTS(s.R <= kMaxExtent / r, "the intermediate products of `factors` are too large (more than 2^40 "
+               "elements per row between two factors)");
+    s.R *= r;
   }
   return s;
 }
@@ -624,6 +632,18 @@ Run make_run(DType dtype, Device device, const MatrixView* factors, int n, dense
   return r;
 }
 
+/// Elements a view spans (0 when empty, -1 past 64-bit offsets).
+template <class View>
+long long span_of(const View& v) {
+  return ::sparsekern::detail::span_elements({{v.rows, v.row_stride}, {v.cols, v.col_stride}}, 8);
+}
+
+/// Whether `ws` (bytes) shares memory with the view `v` of `elem`-byte elements.
+template <class View>
+bool ws_overlaps(const Workspace& ws, const View& v, std::int64_t elem) {
+  return ::sparsekern::detail::ranges_overlap(ws.data, static_cast<std::int64_t>(ws.bytes), v.data, span_of(v) * elem, 1);
+}
+
 void check_workspace(const Workspace& ws, std::size_t need, const char* fn) {
   SK_EXPECTS(ws.bytes >= need, "`workspace` must hold at least ", need, " bytes (", fn,
              "_workspace_size); got ", ws.bytes);
@@ -635,11 +655,15 @@ Run checked_forward(const MatmulParams& p, Stream stream) {
                    "kron::matmul");
   const long long M = p.x.rows;
   SK_EXPECTS(M >= 0, "`x` must have a non-negative number of rows; got ", M);
+  SK_EXPECTS(M <= (1LL << 59) / r.sh.R, "`x` has too many rows (", M, ") for the size of the product's states");
   r.sh.M = M;
   check_rows("x", p.x.data, p.x.rows, p.x.cols, p.x.row_stride, p.x.col_stride, M, r.sh.P);
   check_rows("y", p.y.data, p.y.rows, p.y.cols, p.y.row_stride, p.y.col_stride, M, r.sh.Q);
   r.x_dense = row_ld(p.x.row_stride, M, r.sh.P) == r.sh.P;
-  SK_EXPECTS(M == 0 || p.y.data != p.x.data, "`y` must not alias `x`");
+  const auto elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+  SK_EXPECTS(M == 0 || (p.y.data != p.x.data && !::sparsekern::detail::ranges_overlap(
+                                                    p.y.data, span_of(p.y), p.x.data, span_of(p.x), elem)),
+             "`y` must not share memory with `x`");
   return r;
 }
 
@@ -748,7 +772,12 @@ void matmul(const MatmulParams& p, Stream stream) {
   void* t0 = nullptr;
   if (keep && plan.segs.size() == 1) t0 = p.saved_states.data;
   else if (keep && t0_off > 0) t0 = static_cast<char*>(p.saved_states.data) + t0_off;
-  if (!keep) check_workspace(p.workspace, plan.ws_bytes, "matmul");
+  if (!keep) {
+    check_workspace(p.workspace, plan.ws_bytes, "matmul");
+    const auto elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+    SK_EXPECTS(plan.ws_bytes == 0 || (!ws_overlaps(p.workspace, p.x, elem) && !ws_overlaps(p.workspace, p.y, elem)),
+               "`workspace` must not share memory with `x` or `y`");
+  }
   if (r.sh.M == 0) return;
   const std::size_t NS = plan.segs.size();
   char* ws = static_cast<char*>(p.workspace.data);
@@ -773,6 +802,7 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
                    "kron::matmul_backward");
   const long long M = p.x.rows;
   SK_EXPECTS(M >= 0, "`x` must have a non-negative number of rows; got ", M);
+  SK_EXPECTS(M <= (1LL << 59) / r.sh.R, "`x` has too many rows (", M, ") for the size of the product's states");
   r.sh.M = M;
   check_rows("x", p.x.data, p.x.rows, p.x.cols, p.x.row_stride, p.x.col_stride, M, r.sh.P);
   check_rows("grad_y", p.grad_y.data, p.grad_y.rows, p.grad_y.cols, p.grad_y.row_stride,
@@ -782,8 +812,13 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
     check_rows("grad_x", p.grad_x.data, p.grad_x.rows, p.grad_x.cols, p.grad_x.row_stride,
                p.grad_x.col_stride, M, r.sh.P);
     r.gx_dense = row_ld(p.grad_x.row_stride, M, r.sh.P) == r.sh.P;
-    SK_EXPECTS(M == 0 || (p.grad_x.data != p.x.data && p.grad_x.data != p.grad_y.data),
-               "`grad_x` must not alias `x` or `grad_y`");
+    const auto elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+    SK_EXPECTS(M == 0 || (p.grad_x.data != p.x.data && p.grad_x.data != p.grad_y.data &&
+                          !::sparsekern::detail::ranges_overlap(p.grad_x.data, span_of(p.grad_x), p.x.data,
+                                                                span_of(p.x), elem) &&
+                          !::sparsekern::detail::ranges_overlap(p.grad_x.data, span_of(p.grad_x), p.grad_y.data,
+                                                                span_of(p.grad_y), elem)),
+               "`grad_x` must not share memory with `x` or `grad_y`");
   }
   if (p.grad_factors != nullptr) {
     for (int k = 0; k < p.num_factors; ++k) {
@@ -798,6 +833,16 @@ Run checked_backward(const MatmulBackwardParams& p, Stream stream) {
                    "`grad_factors[", k, "]` must not alias a factor or another gradient");
       SK_EXPECTS(gf.data != p.x.data && gf.data != p.grad_y.data && gf.data != p.grad_x.data,
                  "`grad_factors[", k, "]` must not alias `x`, `grad_y` or `grad_x`");
+      SK_EXPECTS(::sparsekern::detail::self_disjoint({{gf.rows, gf.row_stride}, {gf.cols, gf.col_stride}}),
+                 "`grad_factors[", k, "]` must not overlap itself: strides (", gf.row_stride, ", ", gf.col_stride,
+                 ") for ", gf.rows, "x", gf.cols);
+      const auto elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+      const std::int64_t g_span = span_of(gf);
+      SK_EXPECTS(g_span >= 0, "`grad_factors[", k, "]`: strides overflow 64-bit offsets");
+      const bool apart = !::sparsekern::detail::ranges_overlap(gf.data, g_span, p.x.data, span_of(p.x), elem) &&
+                         !::sparsekern::detail::ranges_overlap(gf.data, g_span, p.grad_y.data, span_of(p.grad_y), elem) &&
+                         !::sparsekern::detail::ranges_overlap(gf.data, g_span, p.grad_x.data, span_of(p.grad_x), elem);
+      SK_EXPECTS(apart, "`grad_factors[", k, "]` must not share memory with `x`, `grad_y` or `grad_x`");
     }
   }
   return r;
@@ -843,6 +888,16 @@ void matmul_backward(const MatmulBackwardParams& p, Stream stream) {
   const Plan& plan = bp.plan;
   const std::size_t shift = bp.shift;
   check_workspace(p.workspace, plan.ws_bytes - shift, "matmul_backward");
+  {
+    const auto elem = static_cast<std::int64_t>(dtype_size(p.dtype));
+    const bool ws_used = plan.ws_bytes - shift > 0;
+    SK_EXPECTS(!ws_used || (!ws_overlaps(p.workspace, p.x, elem) && !ws_overlaps(p.workspace, p.grad_y, elem) &&
+                            !ws_overlaps(p.workspace, p.grad_x, elem)),
+               "`workspace` must not share memory with `x`, `grad_y` or `grad_x`");
+    for (int k = 0; ws_used && p.grad_factors != nullptr && k < p.num_factors; ++k)
+      SK_EXPECTS(!ws_overlaps(p.workspace, p.grad_factors[k], elem), "`workspace` must not share memory with "
+                 "`grad_factors[", k, "]`");
+  }
   const int NS = static_cast<int>(plan.segs.size());
   const long long M = r.sh.M;
   const bool want_gx = p.grad_x.data != nullptr;

@@ -3,6 +3,7 @@
 #include <sparsekern/sparsekern.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -106,6 +107,81 @@ void gemm_shapes_and_layouts() {
   }
 }
 
+// Hostile sizes and layouts a C++ caller can pass (session 29's audit under ASan / UBSan: each
+// crashed, overflowed a signed product, read outside an array or returned a wrong result).
+void hostile_sizes_and_aliasing() {
+  using sk::InvalidArgument;
+  {  // batch · m · k wrapped to 0, so null pointers passed and the CPU kernel dereferenced them
+    Operands o;
+    auto p = o.params();
+    p.batch = std::int64_t(1) << 32;
+    p.a = {nullptr, std::int64_t(1) << 32, 1, 1, 1, std::int64_t(1) << 32};
+    p.b = {o.b.data(), 1, 1, 0, 0, 0};
+    p.c = {nullptr, std::int64_t(1) << 32, 1, 1, 1, std::int64_t(1) << 32};
+    SK_EXPECT_THROW(InvalidArgument, sk::dense::gemm(p, nullptr), "overflow");
+  }
+  {  // c's batch entries interleave: entry 1 overwrote row 1 of entry 0
+    std::vector<float> a(8, 1.0f), b(8, 1.0f), c(32, -5.0f);
+    GemmParams p;
+    p.batch = 2;
+    p.a = {a.data(), 2, 2, 2, 1, 4};
+    p.b = {b.data(), 2, 2, 2, 1, 4};
+    p.c = {c.data(), 2, 2, 10, 1, 10};
+    SK_EXPECT_THROW(InvalidArgument, sk::dense::gemm(p, nullptr), "must not overlap itself");
+    p.c = {c.data(), 2, 2, 1, 1, 4};  // (1, 1) strides: elements (0, 1) and (1, 0) coincide
+    SK_EXPECT_THROW(InvalidArgument, sk::dense::gemm(p, nullptr), "must not overlap itself");
+    for (float x : c) SK_CHECK(x == -5.0f, "a rejected call wrote C");
+  }
+  {  // c starts inside a (not at its first element, which was the only alias caught)
+    std::vector<float> buf(64, 1.0f), b(12, 1.0f);
+    GemmParams p;
+    p.a = {buf.data(), 2, 3, 3, 1, 0};
+    p.b = {b.data(), 3, 4, 4, 1, 0};
+    p.c = {buf.data() + 3, 2, 4, 4, 1, 0};
+    SK_EXPECT_THROW(InvalidArgument, sk::dense::gemm(p, nullptr), "share memory");
+  }
+  {  // an int cast to DType: transpose read 8-byte elements from a float array
+    std::vector<float> in(15, 1.0f), out(15);
+    sk::dense::TransposeParams t;
+    t.dtype = static_cast<sk::DType>(99);
+    t.in = {in.data(), 3, 5, 5, 1, 0};
+    t.out = {out.data(), 5, 3, 3, 1, 0};
+    SK_EXPECT_THROW(sk::TypeMismatch, sk::dense::transpose(t, nullptr), "DType");
+  }
+  // The panel size divided by a row byte count that had wrapped to 0.
+  SK_EXPECT_THROW(InvalidArgument, sk::inplace::square_matmul_workspace_size(sk::DType::f32, 1, std::int64_t(1) << 62),
+                  "overflow");
+  {  // negative sizes and a block size that does not divide them: offsets[rows / b] read out of range
+    std::vector<std::int32_t> offsets{0, 1}, cols{0};
+    sk::bsr::BlockSparseView v;
+    v.rows = -16, v.cols = 16, v.block_size = 16, v.nnz_blocks = 1;
+    v.block_row_offsets = offsets.data(), v.block_col_indices = cols.data();
+    SK_EXPECT_THROW(InvalidArgument, sk::bsr::validate_pattern(v), "non-negative");
+    v.rows = 16, v.cols = 16, v.block_size = 7;
+    SK_EXPECT_THROW(InvalidArgument, sk::bsr::validate_pattern(v), "must divide");
+  }
+  {  // rows written in place that share elements: softmax ran over values another row had written
+    std::vector<float> x{1.0f, 2.0f, 3.0f};
+    sk::inplace::SoftmaxParams sp;
+    sp.x.data = x.data(), sp.x.outer = 2, sp.x.outer_stride = 0, sp.x.cols = 3;
+    SK_EXPECT_THROW(InvalidArgument, sk::inplace::softmax(sp, nullptr), "element twice");
+    SK_CHECK(x[0] == 1.0f && x[2] == 3.0f, "a rejected softmax wrote x");
+  }
+  {  // P = 2^21 and Q = 2^40 pass, but the states between the factors hold up to 2^61 per row
+    std::vector<double> f(1, 1.0);
+    const sk::MatrixView fs[3] = {{f.data(), std::int64_t(1) << 21, 1, 1, 1, 0},
+                                  {f.data(), 1, std::int64_t(1) << 20, std::int64_t(1) << 20, 1, 0},
+                                  {f.data(), 1, std::int64_t(1) << 20, std::int64_t(1) << 20, 1, 0}};
+    sk::kron::MatmulParams kp;
+    kp.dtype = sk::DType::f64;
+    kp.factors = fs;
+    kp.num_factors = 3;
+    kp.x = {f.data(), 1, std::int64_t(1) << 21, std::int64_t(1) << 21, 1, 0};
+    kp.y = {f.data(), 1, std::int64_t(1) << 40, std::int64_t(1) << 40, 1, 0};
+    SK_EXPECT_THROW(InvalidArgument, sk::kron::matmul_workspace_size(kp), "intermediate products");
+  }
+}
+
 void backends() {
   SK_CHECK(std::strcmp(sk::version(), SPARSEKERN_TEST_VERSION) == 0, "version() = ", sk::version(),
            ", the build says ", SPARSEKERN_TEST_VERSION);
@@ -133,6 +209,7 @@ void backends() {
 
 int main() {
   gemm_shapes_and_layouts();
+  hostile_sizes_and_aliasing();
   backends();
   return sk_test::summary("test_validation");
 }
