@@ -224,7 +224,7 @@ diag_all_cuda_tests() {
   timeout $(cap $limit) python3 -m pytest $T/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1 &
   timeout $(cap $limit) python3 -m pytest $T/test_dense.py $T/test_csr.py $T/test_semi.py $T/test_inplace.py \
     $T/test_autocast.py $T/test_dlpack_interop.py $T/test_integrations_bert.py $T/test_cpu_gemm.py \
-    $T/test_bindings.py $T/test_capture.py $(printf "$T/%s " "$@") -q -p no:cacheprovider -m cuda -rs \
+    $T/test_bindings.py $T/test_capture.py ${1:+$(printf "$T/%s " "$@")} -q -p no:cacheprovider -m cuda -rs \
     > $OUT/other_tests.txt 2>&1 &
 }
 diag_all_cuda_tests_report() {
