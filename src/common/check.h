@@ -87,12 +87,13 @@ struct Dim {
 };
 
 /// Elements a view spans from its first to its last element plus one (0 when empty), or -1 when
-/// that does not fit in int64 bytes of `elem_size`-byte elements.
+/// that does not fit in int64 bytes of `elem_size`-byte elements or a size or a stride (of a dim of
+/// more than one element) is negative. A dim of size 1 adds nothing, whatever its stride.
 inline std::int64_t span_elements(std::initializer_list<Dim> dims, std::int64_t elem_size) {
   std::int64_t last = 0;
   for (const Dim& d : dims) {
     if (d.size == 0) return 0;
-    if (d.size < 0 || d.stride < 0) return -1;
+    if (d.size < 0 || (d.stride < 0 && d.size > 1)) return -1;
     if (d.size > 1 && d.stride > (INT64_MAX - last) / (d.size - 1)) return -1;
     last += (d.size - 1) * d.stride;
   }

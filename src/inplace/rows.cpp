@@ -30,23 +30,17 @@ void check_rows(const char* op, const char* name, const RowsView& v, bool writte
              "` has a null data pointer but ", v.rows(), "x", v.cols, " elements");
 }
 
-/// [first, last) byte range a view touches (strides are non-negative).
-struct Extent {
-  const char* lo;
-  const char* hi;
-};
-Extent extent_of(const RowsView& v, DType t) {
-  const auto* lo = static_cast<const char*>(v.data);
-  if (v.rows() * v.cols == 0) return {lo, lo};
-  const std::int64_t last =
-      (v.outer - 1) * v.outer_stride + (v.inner - 1) * v.inner_stride + (v.cols - 1) * v.col_stride;
-  return {lo, lo + (last + 1) * static_cast<std::int64_t>(dtype_size(t))};
+/// Elements a row view spans (check_rows has refused views whose span overflows).
+std::int64_t span_of(const RowsView& v) {
+  return ::sparsekern::detail::span_elements(
+      {{v.outer, v.outer_stride}, {v.inner, v.inner_stride}, {v.cols, v.col_stride}}, 8);
 }
-Extent extent_of(const void* data, std::int64_t n, DType t) {
-  const auto* lo = static_cast<const char*>(data);
-  return {lo, lo + n * static_cast<std::int64_t>(dtype_size(t))};
+
+/// Whether a view and a vector of `n` elements, or two views, share a byte.
+bool overlap(const RowsView& a, const void* b, std::int64_t n, DType t) {
+  return ::sparsekern::detail::ranges_overlap(a.data, span_of(a), b, n, static_cast<std::int64_t>(dtype_size(t)));
 }
-bool overlap(Extent a, Extent b) { return a.lo < b.hi && b.lo < a.hi; }
+bool overlap(const RowsView& a, const RowsView& b, DType t) { return overlap(a, b.data, span_of(b), t); }
 
 [[noreturn]] void no_cuda(const char* op, Device d) {
   throw BackendUnavailable(std::string(op) + ": operands are on " + device_name(d) +
@@ -60,10 +54,9 @@ void check_norm(const char* op, const NormParams& p, bool allow_bias) {
              p.x.col_stride);
   SK_EXPECTS(std::isfinite(p.eps) && p.eps >= 0, op, ": `eps` must be finite and >= 0; got ", p.eps);
   SK_EXPECTS(allow_bias || p.bias == nullptr, op, ": `bias` is not supported (RMSNorm has no bias)");
-  const Extent x = extent_of(p.x, p.dtype);
-  SK_EXPECTS(p.weight == nullptr || !overlap(extent_of(p.weight, p.x.cols, p.dtype), x), op,
+  SK_EXPECTS(p.weight == nullptr || !overlap(p.x, p.weight, p.x.cols, p.dtype), op,
              ": `weight` must not share memory with `x` (x is overwritten)");
-  SK_EXPECTS(p.bias == nullptr || !overlap(extent_of(p.bias, p.x.cols, p.dtype), x), op,
+  SK_EXPECTS(p.bias == nullptr || !overlap(p.x, p.bias, p.x.cols, p.dtype), op,
              ": `bias` must not share memory with `x` (x is overwritten)");
 }
 
@@ -87,7 +80,7 @@ void softmax_backward(const SoftmaxBackwardParams& p, Stream stream) {
   SK_EXPECTS(p.y.outer == p.grad.outer && p.y.inner == p.grad.inner && p.y.cols == p.grad.cols,
              "softmax_backward: `y` must have the rows of `grad` (", p.grad.rows(), "x", p.grad.cols,
              "); got ", p.y.rows(), "x", p.y.cols);
-  SK_EXPECTS(!overlap(extent_of(p.grad, p.dtype), extent_of(p.y, p.dtype)),
+  SK_EXPECTS(!overlap(p.grad, p.y, p.dtype),
              "softmax_backward: `grad` must not share memory with `y` (grad is overwritten)");
   if (p.grad.rows() * p.grad.cols == 0) return;
   if (p.device.type == DeviceType::cpu) return detail::softmax_backward_cpu(p);

@@ -26,17 +26,6 @@ std::int64_t panel_rows_for(std::int64_t rows, std::int64_t row_bytes, std::int6
   return panel;
 }
 
-bool overlap(const void* a, std::int64_t a_bytes, const void* b, std::int64_t b_bytes) {
-  const auto *pa = static_cast<const char*>(a), *pb = static_cast<const char*>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-/// Bytes spanned by a (non-negative-strided) rows × cols view.
-std::int64_t span_bytes(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs, DType t) {
-  if (rows == 0 || cols == 0) return 0;
-  return ((rows - 1) * rs + (cols - 1) * cs + 1) * static_cast<std::int64_t>(dtype_size(t));
-}
-
 }  // namespace
 
 std::int64_t square_matmul_panel_rows(DType dtype, std::int64_t rows, std::int64_t n) {
@@ -67,8 +56,16 @@ void square_matmul(const SquareMatmulParams& p, Stream stream) {
   if (rows == 0 || n == 0) return;
   SK_EXPECTS(p.x.data != nullptr && p.w.data != nullptr, "square_matmul: `x` or `w` has a null data pointer");
 
-  const std::int64_t x_bytes = span_bytes(rows, n, p.x.row_stride, 1, p.dtype);
-  const std::int64_t w_bytes = span_bytes(n, n, p.w.row_stride, p.w.col_stride, p.dtype);
+  using ::sparsekern::detail::ranges_overlap;
+  using ::sparsekern::detail::span_elements;
+  const std::int64_t x_span = span_elements({{rows, p.x.row_stride}, {n, 1}}, elem);
+  const std::int64_t w_span = span_elements({{n, p.w.row_stride}, {n, p.w.col_stride}}, elem);
+  SK_EXPECTS(x_span >= 0 && w_span >= 0, "square_matmul: `x` (", rows, "x", n, ", row stride ", p.x.row_stride,
+             ") or `w` (strides ", p.w.row_stride, ", ", p.w.col_stride, ") overflows 64-bit byte offsets");
+  const std::int64_t x_bytes = x_span * elem, w_bytes = w_span * elem;
+  const auto overlap = [](const void* a, std::int64_t a_bytes, const void* b, std::int64_t b_bytes) {
+    return ranges_overlap(a, a_bytes, b, b_bytes, 1);
+  };
   SK_EXPECTS(!overlap(p.x.data, x_bytes, p.w.data, w_bytes),
              "square_matmul: `w` must not share memory with `x` (x is overwritten while w is read)");
   SK_EXPECTS(p.bias == nullptr || !overlap(p.x.data, x_bytes, p.bias, n * elem),

@@ -167,6 +167,28 @@ void hostile_sizes_and_aliasing() {
     SK_EXPECT_THROW(InvalidArgument, sk::inplace::softmax(sp, nullptr), "element twice");
     SK_CHECK(x[0] == 1.0f && x[2] == 3.0f, "a rejected softmax wrote x");
   }
+  {  // w's strides overflowed the byte span of the overlap check (a signed overflow, then a wild read)
+    std::vector<float> x(4, 1.0f), w(4, 1.0f), ws(4);
+    sk::inplace::SquareMatmulParams sp;
+    sp.x = {x.data(), 2, 2, 2, 1, 0};
+    sp.w = {w.data(), 2, 2, std::int64_t(1) << 62, 1, 0};
+    sp.workspace = {ws.data(), ws.size() * sizeof(float)};
+    SK_EXPECT_THROW(InvalidArgument, sk::inplace::square_matmul(sp, nullptr), "overflows");
+  }
+  {  // a one-row x with a negative row stride: its span was -1, so the alias check let y inside x pass
+    std::vector<double> buf(8, 1.0), f{1, 2, 3, 4};
+    const sk::MatrixView fs[1] = {{f.data(), 2, 2, 2, 1, 0}};
+    sk::kron::MatmulParams kp;
+    kp.dtype = sk::DType::f64;
+    kp.factors = fs;
+    kp.num_factors = 1;
+    kp.x = {buf.data(), 1, 2, -1, 1, 0};
+    kp.y = {buf.data() + 1, 1, 2, -1, 1, 0};
+    SK_EXPECT_THROW(InvalidArgument, sk::kron::matmul(kp, nullptr), "share memory");
+    kp.y = {buf.data() + 2, 1, 2, -1, 1, 0};  // apart: the stride of a single row does not matter
+    sk::kron::matmul(kp, nullptr);
+    SK_CHECK(buf[2] == 1 + 3 && buf[3] == 2 + 4, "kron of a one-row x with a negative row stride: ", buf[2], ", ", buf[3]);
+  }
   {  // P = 2^21 and Q = 2^40 pass, but the states between the factors hold up to 2^61 per row
     std::vector<double> f(1, 1.0);
     const sk::MatrixView fs[3] = {{f.data(), std::int64_t(1) << 21, 1, 1, 1, 0},
