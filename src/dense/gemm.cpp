@@ -38,6 +38,8 @@ void gemm(const GemmParams& p, Stream stream) {
   const std::int64_t m = p.a.rows, k = p.a.cols, n = p.b.cols;
   SK_EXPECTS_TYPE(::sparsekern::detail::valid_dtype(p.dtype), "gemm: `dtype` ", static_cast<int>(p.dtype),
                   " is not a DType");
+  SK_EXPECTS(p.fp32_math == Fp32Math::ieee || p.fp32_math == Fp32Math::tf32, "gemm: `fp32_math` ",
+             static_cast<int>(p.fp32_math), " is not an Fp32Math");
   SK_EXPECTS(p.batch >= 0 && m >= 0 && k >= 0 && n >= 0, "gemm: sizes must be non-negative; got batch=",
              p.batch, " m=", m, " k=", k, " n=", n);
   SK_EXPECTS(p.b.rows == k, "`b` must have ", k, " rows (the columns of `a`); got ", p.b.rows);

@@ -619,6 +619,10 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
 
 Run make_run(DType dtype, Device device, const MatrixView* factors, int n, dense::Fp32Math math,
              Workspace blas, Stream stream, const char* op) {
+  SK_EXPECTS_TYPE(::sparsekern::detail::valid_dtype(dtype), op, ": `dtype` ", static_cast<int>(dtype),
+                  " is not a DType");
+  SK_EXPECTS(math == dense::Fp32Math::ieee || math == dense::Fp32Math::tf32, op, ": `fp32_math` ",
+             static_cast<int>(math), " is not an Fp32Math");
   Run r;
   r.be = &backend_for(device, op);
   r.dtype = dtype;

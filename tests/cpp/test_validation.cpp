@@ -189,6 +189,25 @@ void hostile_sizes_and_aliasing() {
     sk::kron::matmul(kp, nullptr);
     SK_CHECK(buf[2] == 1 + 3 && buf[3] == 2 + 4, "kron of a one-row x with a negative row stride: ", buf[2], ", ", buf[3]);
   }
+  {  // enumerators out of range: an empty kron product and a CPU gemm returned without an error
+    std::vector<double> f{1, 2, 3, 4};
+    const sk::MatrixView fs[1] = {{f.data(), 2, 2, 2, 1, 0}};
+    sk::kron::MatmulParams kp;
+    kp.dtype = static_cast<sk::DType>(77);
+    kp.factors = fs;
+    kp.num_factors = 1;
+    kp.x = {nullptr, 0, 2, 2, 1, 0};
+    kp.y = {nullptr, 0, 2, 2, 1, 0};
+    SK_EXPECT_THROW(sk::TypeMismatch, sk::kron::matmul(kp, nullptr), "DType");
+    SK_EXPECT_THROW(sk::TypeMismatch, (void)sk::kron::matmul_workspace_size(kp), "DType");
+    kp.dtype = sk::DType::f64;
+    kp.fp32_math = static_cast<sk::dense::Fp32Math>(5);
+    SK_EXPECT_THROW(InvalidArgument, sk::kron::matmul(kp, nullptr), "Fp32Math");
+    Operands o;
+    auto p = o.params();
+    p.fp32_math = static_cast<sk::dense::Fp32Math>(5);
+    SK_EXPECT_THROW(InvalidArgument, sk::dense::gemm(p, nullptr), "Fp32Math");
+  }
   {  // P = 2^21 and Q = 2^40 pass, but the states between the factors hold up to 2^61 per row
     std::vector<double> f(1, 1.0);
     const sk::MatrixView fs[3] = {{f.data(), std::int64_t(1) << 21, 1, 1, 1, 0},
