@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_capturing, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
+from ._core import (_capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -147,13 +147,42 @@ class _Pattern:
     plans made for it. It holds no reference to the index tensors it was made from (the cache entry
     dies with them, see _pattern); the methods take them."""
 
-    __slots__ = ("rows", "cols", "plans", "_device_indices", "_transposed", "__weakref__")
+    __slots__ = ("rows", "cols", "plans", "_device_indices", "_transposed", "_made_on", "__weakref__")
 
     def __init__(self, rows, cols):
         self.rows, self.cols = rows, cols
         self.plans: dict = {}
         self._device_indices = None
         self._transposed = None
+        # {id(cached tuple): (raw stream, event, streams seen)}: where each cached tuple was made
+        self._made_on: dict = {}
+
+    def _keep(self, made, device):
+        """Caches `made` (a tuple of CUDA tensors just queued on the current stream): records an
+        event after them, so that a later call on another stream waits for them (_ordered)."""
+        ev = torch.cuda.Event()
+        ev.record(torch.cuda.current_stream(device))
+        self._made_on[id(made)] = (_raw_stream(device.index), ev, set())
+        return made
+
+    def _ordered(self, cached, device):
+        """`cached`, safe to use on the current stream: the tensors were made by kernels queued on
+        the stream current at the first call; a call on another stream (a side stream, a second
+        autograd stream) makes that stream wait for them (no host sync) and tells torch's
+        allocator it uses them (record_stream), once per stream. Not during a capture (torch's
+        graph capture synchronises the device before it starts)."""
+        made = self._made_on.get(id(cached))
+        if made is None or _capturing():
+            return cached
+        raw = _raw_stream(device.index)
+        if raw == made[0] or raw in made[2]:
+            return cached
+        cur = torch.cuda.current_stream(device)
+        cur.wait_event(made[1])
+        for t in cached:
+            t.record_stream(cur)
+        made[2].add(raw)
+        return cached
 
     def transposed(self, crow, col):
         """(crow, col, perm) of Aᵀ in CSR (made once, on the pattern's device): values of Aᵀ are
@@ -173,8 +202,9 @@ class _Pattern:
             made = outside_graph_pools(crow.device, make)
             if _capturing():  # made in the graph's pool: used by this capture, kept by no cache
                 return made
-            self._transposed = made
-        return self._transposed
+            self._transposed = self._keep(made, crow.device) if crow.device.type == "cuda" else made
+            return self._transposed
+        return self._ordered(self._transposed, crow.device) if crow.device.type == "cuda" else self._transposed
 
     def indices(self, crow, col):
         """Index tensors for the backend. On CUDA, int64 patterns that fit get int32 copies
@@ -187,8 +217,9 @@ class _Pattern:
             made = outside_graph_pools(crow.device, lambda: (crow.to(torch.int32), col.to(torch.int32)))
             if _capturing():  # as in transposed()
                 return made
-            self._device_indices = made
-        return self._device_indices
+            self._device_indices = self._keep(made, crow.device)
+            return self._device_indices
+        return self._ordered(self._device_indices, crow.device)
 
 
 def _raise_structure(crow, col, rows, cols) -> None:

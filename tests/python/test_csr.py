@@ -439,6 +439,37 @@ def test_compile_reduce_overhead():
             assert rel_error(a, w) <= 1e-5
 
 
+@pytest.mark.cuda
+def test_cached_pattern_tensors_across_streams():
+    """A pattern's cached tensors (the transposed pattern, the int32 index copies) are made by
+    kernels queued on the stream of the call that first needed them; a call on another stream that
+    does not wait for that one must not read them before they exist. Here the transpose is queued
+    behind a 0.2 s sleep on s1 and used at once on s2 (the calls after the first check nothing on
+    the host, so nothing synchronises); the gradients must match float64 on both streams."""
+    if not (torch.cuda.is_available() and sk.cuda_available()):
+        pytest.skip("needs CUDA")
+    dev = torch.device("cuda")
+    torch.manual_seed(3)
+    a, dense = make_csr(600, 400, 0.05, dtype=torch.float32, device=dev)  # int64 indices: int32 copies
+    b = torch.randn(400, 64, device=dev)
+    g = torch.randn(600, 64, device=dev)
+    ref = dense.mT @ g.double()
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    s1.wait_stream(torch.cuda.current_stream())
+    s2.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s1):
+        sk.csr_matmul(a, b)  # checks the pattern (a host sync) and makes the int32 copies
+        torch.cuda._sleep(400_000_000)
+        bb = b.clone().requires_grad_()
+        sk.csr_matmul(a, bb).backward(g)  # Aᵀ·g: the transposed pattern, queued behind the sleep
+    with torch.cuda.stream(s2):
+        b2 = b.clone().requires_grad_()
+        sk.csr_matmul(a, b2).backward(g)
+    torch.cuda.synchronize()
+    assert rel_error(bb.grad, ref) <= 1e-5
+    assert rel_error(b2.grad, ref) <= 1e-5
+
+
 def test_pattern_cache_holds_every_live_layer(monkeypatch):
     """Each live pattern's structure is checked once, however many layers a model has: training 80
     SparseLinear layers checks their patterns on the first step and none on the next two (a 64-entry
