@@ -49,7 +49,24 @@ def check_backend(name: str, t: torch.Tensor) -> None:
 
 _fwad = torch.autograd.forward_ad
 _is_compiling = torch.compiler.is_compiling
+_jit_tracing_state = torch._C._get_tracing_state
+
+
+def traced() -> bool:
+    """Whether torch.compile or torch.jit.trace is recording the call. The ops then run through
+    their torch.library custom ops, which both record, instead of calling the native module
+    directly: a direct call is invisible to them (a jit trace replayed an empty output buffer)."""
+    return _is_compiling() or _jit_tracing_state() is not None
+
+
 _functorch_stack = torch._C._functorch.peek_interpreter_stack
+
+
+def version_of(t: torch.Tensor) -> int:
+    """``t._version`` for the caches keyed on a tensor's contents (-1 for an inference tensor, which
+    has no version counter: reading it raised on every call of a layer made under
+    ``torch.inference_mode()``). An in-place change of an inference tensor is not seen by them."""
+    return -1 if t.is_inference() else t._version
 _functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 

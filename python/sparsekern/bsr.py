@@ -32,7 +32,7 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
+from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
                     as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
                     tile_counter)
 
@@ -114,10 +114,12 @@ def _check_float(name: str, t) -> None:
 
 
 def _check_like(name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    # `s` is the block-sparse operand of dsd / dds, which a BlockSparseLinear's caller never names
+    what = "`s` (the block-sparse matrix: a BlockSparseLinear's weight)" if ref_name == "s" else f"`{ref_name}`"
     if t.device != ref.device:
-        raise ValueError(f"`{name}` must be on the device of `{ref_name}` ({ref.device}); got {t.device}")
+        raise ValueError(f"`{name}` must be on the device of {what} ({ref.device}); got {t.device}")
     if t.dtype != ref.dtype:
-        raise TypeError(f"`{name}` must have the dtype of `{ref_name}` ({dtype_name(ref.dtype)}); "
+        raise TypeError(f"`{name}` must have the dtype of {what} ({dtype_name(ref.dtype)}); "
                         f"got {dtype_name(t.dtype)}")
 
 
@@ -1121,7 +1123,7 @@ class _DdsFunction(torch.autograd.Function):
 # Public functions
 # --------------------------------------------------------------------------------------------
 def _needs_graph(*tensors) -> bool:
-    if torch.compiler.is_compiling():
+    if traced():
         return True
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
@@ -1153,7 +1155,7 @@ def _dds_batched(x, values, index, rows, cols, transpose, bias):
         raise ValueError("`x` must have at least 1 dim")
     else:
         a = x.reshape(-1, x.shape[-1])
-    if torch.compiler.is_compiling():
+    if traced() or a.is_meta or values.is_meta:  # (meta: the op's fake implementation gives the result)
         out = _dds_op(a, values, *index, rows, cols, transpose, bias)
     elif torch.is_grad_enabled() and (a.requires_grad or values.requires_grad
                                       or (isinstance(bias, _Tensor) and bias.requires_grad)):

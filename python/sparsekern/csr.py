@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import math
+import numbers
 import os
 import threading
 import weakref
@@ -26,7 +27,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
+from ._core import (traced, version_of, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -275,7 +276,7 @@ def _drop_pattern(ident) -> None:
 
 def _pattern(crow, col, rows: int, cols: int, *, trusted: bool = False) -> _Pattern:
     ident = (id(crow), id(col))
-    key = (crow.device, crow.dtype, crow.data_ptr(), col.data_ptr(), crow._version, col._version,
+    key = (crow.device, crow.dtype, crow.data_ptr(), col.data_ptr(), version_of(crow), version_of(col),
            rows, cols, col.numel())
     capturing = crow.device.type == "cuda" and _capturing()
     entry = _patterns.get(ident)
@@ -721,7 +722,7 @@ def _components(a, name: str):
 
 
 def _needs_graph(*tensors) -> bool:
-    return torch.compiler.is_compiling() or (
+    return traced() or (
         torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 
@@ -801,7 +802,7 @@ class SparseLinear(nn.Module):
         if weight.is_meta:
             raise ValueError("SparseLinear cannot be made on the meta device: its sparsity pattern is data "
                              "(index buffers) chosen from the weights' magnitudes; make it on the CPU or the GPU")
-        if not (isinstance(density, (int, float)) and 0.0 < density <= 1.0):
+        if isinstance(density, bool) or not (isinstance(density, numbers.Real) and 0.0 < density <= 1.0):
             raise ValueError(f"`density` must be in (0, 1]; got {density!r}")
         out_features, in_features = weight.shape
         self.in_features, self.out_features = in_features, out_features

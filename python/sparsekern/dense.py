@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
                     check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["matmul", "matmul_transb"]
@@ -230,7 +230,6 @@ def _backward_same_batch(a, b, grad, transb, needs):
     return ga, gb, None
 
 
-_is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -238,7 +237,7 @@ def _dispatch(a, b, transb: bool):
     check_no_transform("matmul_transb" if transb else "matmul", a, b)
     if isinstance(a, torch.Tensor):  # under torch.autocast: both operands in its dtype, as torch.matmul
         a, b = autocast_args(a, a, b)
-    if _is_compiling() or getattr(a, "is_meta", False) or getattr(b, "is_meta", False):
+    if traced() or getattr(a, "is_meta", False) or getattr(b, "is_meta", False):
         return _matmul_op(a, b, transb)  # (meta tensors: the op's fake implementation gives the result)
     if _grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
         return _MatmulFunction.apply(a, b, transb)

@@ -24,7 +24,7 @@ import numbers
 import torch
 
 from . import _C
-from ._core import (as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
+from ._core import (traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
                     stream_of)
 from .dense import _allow_reduced_precision, _blas_ready, _get_tf32
 
@@ -343,7 +343,14 @@ class _InplaceSquareMatmul(torch.autograd.Function):
 def _use_op(t=None) -> bool:
     """Go through the dispatcher only when tracing needs it (or for meta tensors, which its fake
     implementation handles); else call the library directly."""
-    return torch.compiler.is_compiling() or (isinstance(t, torch.Tensor) and t.is_meta)
+    return traced() or (isinstance(t, torch.Tensor) and t.is_meta)
+
+
+def _jit_tracing() -> bool:
+    """torch.jit.trace checks its trace by running the function again under no_grad: the two
+    differentiable in-place ops record torch's op copied back in both runs (with and without
+    autograd), so that the check sees one graph."""
+    return torch._C._get_tracing_state() is not None
 
 
 _bump = torch.autograd.graph.increment_version
@@ -368,7 +375,7 @@ def inplace_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     input must be a non-leaf, and the backward uses only the output.
     """
     check_no_transform("inplace_softmax", x)
-    if isinstance(x, torch.Tensor) and _grad_needed(x):
+    if isinstance(x, torch.Tensor) and (_grad_needed(x) or _jit_tracing()):
         if _use_op(x):
             # Traced with autograd: torch's softmax copied back (the Function's mark_dirty and the
             # mutating op did not survive AOT autograd: the gradient came out as the identity).
@@ -441,7 +448,7 @@ def _square_matmul(x, w, transpose_w, bias, workspace, op_name):
     check_no_transform(op_name, x, w, bias)
     if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
         _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
-        if _grad_needed(x):
+        if _grad_needed(x) or _jit_tracing():
             if _use_op(x):  # traced with autograd: torch's product copied back (see inplace_softmax)
                 y = torch.matmul(x, w.mT if transpose_w else w)
                 return x.copy_(y if bias is None else y + bias)

@@ -79,7 +79,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (_HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
                     check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
@@ -270,7 +270,7 @@ def _natural_backward(x: torch.Tensor, factors: Sequence[torch.Tensor], shapes) 
     graph does not depend on what ran before it."""
     if x.dtype is not torch.float32 or len(shapes) < 3 or x.numel() == 0:
         return False
-    if _is_compiling() or type(x) not in _PLAIN or x.is_meta:
+    if traced() or type(x) not in _PLAIN or x.is_meta:
         return False
     P = math.prod(p for p, _ in shapes)
     x2 = x.reshape(-1, P)
@@ -334,7 +334,7 @@ def _transposed(t: torch.Tensor) -> torch.Tensor:
     recorded and nothing is traced, through the library's tiled transpose (torch's strided copy,
     `t.mT.contiguous()`, took 120 µs for the (4096, 4096) fp32 ∂ℓ/∂y of (4096,[64,64])'s backward
     on an H200); otherwise torch's, which autograd and torch.compile see."""
-    if (t.is_cuda and _HAS_CUDA_BACKEND and not torch.is_grad_enabled() and not _is_compiling()
+    if (t.is_cuda and _HAS_CUDA_BACKEND and not torch.is_grad_enabled() and not traced()
             and t.dim() == 2 and t.numel() > 0 and t.stride(1) == 1 and t.stride(0) >= t.shape[1]):
         out = torch.empty((t.shape[1], t.shape[0]), dtype=t.dtype, device=t.device)
         _C.transpose(_to_dlpack(t), _to_dlpack(out), _raw_stream(t.get_device()))
@@ -512,7 +512,6 @@ class _KronFunction(torch.autograd.Function):
 
 
 _PLAIN = (torch.Tensor, nn.Parameter)
-_is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -520,7 +519,7 @@ def _dispatch(x, factors):
     """The custom op when tracing (or for fake/meta tensors and other subclasses), the autograd
     Function when a graph is needed in eager mode, else straight to the native call."""
     check_no_transform("kron_matmul", x, *factors)
-    if _is_compiling() or type(x) not in _PLAIN or x.is_meta or any(type(f) not in _PLAIN for f in factors):
+    if traced() or type(x) not in _PLAIN or x.is_meta or any(type(f) not in _PLAIN for f in factors):
         return _kron_op(x, list(factors))
     if _grad_enabled() and (x.requires_grad or any(f.requires_grad for f in factors)):
         return _KronFunction.apply(x, *factors)
@@ -735,6 +734,9 @@ class KronLinear(nn.Module):
                 f"`factor_shapes` {shapes} give a {P} → {Q} layer but `linear` is "
                 f"{linear.in_features} → {linear.out_features}")
         w = linear.weight
+        if w.is_meta:
+            raise ValueError("KronLinear.from_dense: `linear` is on the meta device; its factors are computed from "
+                             "the weight's values (an SVD), so load the weights first")
         mod = cls(shapes, bias=linear.bias is not None, device=w.device, dtype=w.dtype)
         factors, err = nearest_kronecker(w.detach().mT, shapes)
         with torch.no_grad():

@@ -84,7 +84,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import (_capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
+from ._core import (traced, version_of, _capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
                     dtype_name, outside_graph_pools, stream_of)
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
@@ -299,7 +299,7 @@ def _warn_if_captured_changed(weight: torch.Tensor) -> None:
     ref, ptr, version = rec
     if ref() is not weight:
         _captured_frozen.pop(id(weight), None)
-    elif (weight.data_ptr(), weight._version) != (ptr, version):
+    elif (weight.data_ptr(), version_of(weight)) != (ptr, version):
         _captured_frozen.pop(id(weight), None)
         warnings.warn("sparsekern: a CUDA graph captured a SemiStructuredLinear whose weight does not "
                       "require grad, and that weight has changed since: the graph's replays still "
@@ -326,7 +326,7 @@ def _cached_for_weight(store: dict, weight: torch.Tensor, key: tuple, build):
         if not weight.requires_grad:
             _hold_for_graph(entry.data)
             with _lock:
-                _captured_frozen[id(weight)] = (weakref.ref(weight), weight.data_ptr(), weight._version)
+                _captured_frozen[id(weight)] = (weakref.ref(weight), weight.data_ptr(), version_of(weight))
             return entry.data
     data = outside_graph_pools(weight.device, build)
     if capturing:
@@ -365,7 +365,7 @@ def _compressed_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_p
         _C.semi_compress(as_dlpack(dense), as_dlpack(data), *_ws(buffer), stream_of(weight))
         return data
 
-    key = (weight.data_ptr(), weight._version, mask.data_ptr(), mask._version, weight.dtype, n_pad, k_pad)
+    key = (weight.data_ptr(), version_of(weight), mask.data_ptr(), version_of(mask), weight.dtype, n_pad, k_pad)
     return _cached_for_weight(_compressed, weight, key, build)
 
 
@@ -401,7 +401,7 @@ def _cutlass_weight(weight: torch.Tensor, mask: torch.Tensor, n_pad: int, k_pad:
                                  stream_of(weight))
         return values, meta
 
-    key = (weight.data_ptr(), weight._version, mask.data_ptr(), mask._version, weight.dtype, n_pad, k_pad)
+    key = (weight.data_ptr(), version_of(weight), mask.data_ptr(), version_of(mask), weight.dtype, n_pad, k_pad)
     return _cached_for_weight(_cutlass_compressed, weight, key, build)
 
 
@@ -417,7 +417,7 @@ def _masked_weight(weight: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             return (weight * mask).contiguous()
 
-    key = (weight.data_ptr(), weight._version, mask.data_ptr(), mask._version, weight.dtype)
+    key = (weight.data_ptr(), version_of(weight), mask.data_ptr(), version_of(mask), weight.dtype)
     return _cached_for_weight(_masked, weight, key, build)
 
 
@@ -937,8 +937,9 @@ class SemiStructuredLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.weight, self.bias
+        check_tensor("input", x)
         check_no_transform("SemiStructuredLinear", x, weight, bias)
-        dt = autocast_dtype(x) if isinstance(x, torch.Tensor) else None
+        dt = autocast_dtype(x)
         if dt is not None:  # under torch.autocast (F.linear's policy: the operands in its dtype)
             if weight.dtype is not dt:
                 # A weight of another dtype (fp32 parameters of mixed-precision training) would be
@@ -951,7 +952,7 @@ class SemiStructuredLinear(nn.Module):
         return self._product(x, weight, bias)
 
     def _product(self, x, weight, bias):
-        if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (
+        if traced() or (torch.is_grad_enabled() and (
                 x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad))):
             return _semi_linear_op(x, weight, self.mask, bias)
         # Outside autograd and compile, the output may be a strided view (SPARSEKERN_SEMI_OUTPUT); the
