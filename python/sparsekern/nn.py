@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import warnings
 from typing import Optional
 
 import torch
 from torch import nn
 
 from . import bsr as _bsr
+from ._core import traced
 
 __all__ = ["BlockSparseLinear", "BlockSparseModelPatcher", "prune_and_regrow_model"]
 
@@ -92,6 +94,29 @@ class BlockSparseLinear(nn.Module):
                     old.copy_(t)
             else:
                 self.register_buffer(name, t, persistent=False)
+        self.__dict__["_index_ids"] = tuple(id(self._buffers[n]) for n in _bsr._INDEX_NAMES)
+
+    def _call_index(self, index: tuple) -> tuple:
+        """The six index sets of a call. Where the two stored sets are other tensors than the ones
+        the four derived sets were made from, while the derived ones are not (a
+        ``torch.func.functional_call`` with another layer's ``state_dict``, an assignment to
+        ``block_col_indices``), the derived sets are made from the stored ones for this call:
+        the stale ones gave silently wrong gradients. Where all six changed together (``.to()``,
+        a copy), they are taken as they are."""
+        ids = tuple(map(id, index))
+        seen = self.__dict__.get("_index_ids")
+        if ids == seen:
+            return index
+        if seen is not None and ids[:2] != seen[:2] and ids[2:] == seen[2:]:
+            if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
+                       and t.device == index[2].device for t in index[:2]):
+                return index  # the op's checks refuse it, naming the set
+            rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
+            _bsr._validate_index_sets(int(index[1].numel()), self.out_features, self.in_features, self.block_size,
+                                      {"block_row_offsets": index[0], "block_col_indices": index[1]})
+            return index[:2] + tuple(_bsr._derive_index_sets(index[0], index[1], rb, cb))
+        self.__dict__["_index_ids"] = ids
+        return index
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """``nn.Linear``'s initialisation: U(-1/√in, 1/√in) for the blocks and the bias."""
@@ -134,7 +159,7 @@ class BlockSparseLinear(nn.Module):
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 - nn.Linear's name
         # y = x · Wᵀ + b = dds(x, W.t(), b), without building the matrix view: at low density the
         # host time of a call exceeds the kernel's (issue 3), and the view cost ~5 µs of it.
-        if type(self) is BlockSparseLinear and not torch.compiler.is_compiling():
+        if type(self) is BlockSparseLinear and not traced():
             try:
                 # The parameter and buffer dicts read directly (what nn.Module.__getattr__ does,
                 # ~0.5 µs per name): always the current tensors, so nothing here can go stale
@@ -142,13 +167,17 @@ class BlockSparseLinear(nn.Module):
                 # (torch.nn.utils.parametrize makes one) may put a property in front of a name.
                 p, b = self._parameters, self._buffers
                 weight, bias = p["weight"], p["bias"]
-                index = tuple(map(b.__getitem__, _bsr._INDEX_NAMES))
+                index = self._call_index(tuple(map(b.__getitem__, _bsr._INDEX_NAMES)))
             except KeyError:  # a name moved out of the dicts (old-style weight_norm, for one)
                 pass
             else:
                 return _bsr._dds_batched(input, weight, index, self.out_features, self.in_features,
                                          True, bias)
-        return _bsr.dds(input, self.weight_matrix.t(), self.bias)
+        m = self.weight_matrix
+        if not traced():
+            for name, t in zip(_bsr._INDEX_NAMES, self._call_index(tuple(getattr(m, n) for n in _bsr._INDEX_NAMES))):
+                setattr(m, name, t)
+        return _bsr.dds(input, m.t(), self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -311,7 +340,10 @@ class BlockSparseModelPatcher:
         Every layer is converted before any is swapped in, so a layer the block size does not fit
         raises (naming it) with the model unchanged. A layer reachable under several names (a
         shared module) is replaced under all of them by one new layer when any of its names
-        matches. The new layers keep the old ones' ``requires_grad`` and training mode."""
+        matches. The new layers keep the old ones' ``requires_grad`` and training mode. A layer whose
+        weight or bias is also another module's (tied weights, e.g. an LM head tied to the
+        embedding) is refused by name; hooks on a replaced layer are not carried over (a warning
+        names the layer)."""
         if not isinstance(model, nn.Module):
             raise TypeError(f"`model` must be an nn.Module; got {type(model).__name__}")
         if type(model) is nn.Linear:
@@ -331,11 +363,29 @@ class BlockSparseModelPatcher:
                     slots.setdefault(key, []).append((parent, child_name))
                     if full not in names.setdefault(key, []):
                         names[key].append(full)
+        owners: dict[int, list[str]] = {}  # parameter -> every name it has (tied weights have several)
+        for pname, param in model.named_parameters(remove_duplicate=False):
+            owners.setdefault(id(param), []).append(pname)
         plan = []
         for key, module in modules.items():
             info = next((i for i in map(self._match, names[key]) if i is not None), None)
             if info is None:
                 continue
+            for pname, param in (("weight", module.weight), ("bias", module.bias)):
+                if param is None:
+                    continue
+                own = {f"{n}.{pname}" for n in names[key]}
+                others = [n for n in owners.get(id(param), []) if n not in own]
+                if others:
+                    raise ValueError(f"cannot patch {names[key][0]!r}: its {pname} is shared with {others[0]!r} "
+                                     "(tied weights); a block-sparse copy would untie them. Leave it out of the "
+                                     "patterns; the model was left unchanged")
+            hooks = [h for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                                 "_state_dict_hooks", "_load_state_dict_pre_hooks") if getattr(module, h, None)]
+            if hooks:
+                warnings.warn(f"{names[key][0]!r} has hooks ({', '.join(h.strip('_') for h in hooks)}); they stay on "
+                              "the nn.Linear it is replaced by and will not run on the BlockSparseLinear",
+                              RuntimeWarning, stacklevel=2)
             try:
                 new = BlockSparseLinear.from_dense(module, info["density"], info["block_size"])
             except ValueError as e:

@@ -25,9 +25,10 @@ afterwards (residuals, the returned hidden states), so overwriting them would be
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
-import types
+import weakref
 from typing import Callable
 
 import torch
@@ -39,6 +40,12 @@ from .bert import ATTENTION_NAME as _BERT_ATTENTION  # patch_bert_attention's re
 
 __all__ = ["patch_inplace", "unpatch_inplace", "InplacePatch"]
 
+# Embeddings whose forward always adds position or token-type embeddings to the word embeddings (or
+# the caller's inputs_embeds) before their LayerNorm, so its input is a temporary. DeBERTa-v2/v3's,
+# for one, pass inputs_embeds itself when the config has neither (position_biased_input=False,
+# type_vocab_size=0): patched, the caller's tensor was normalised in place.
+_FRESH_SUM_EMBEDDINGS = {"BertEmbeddings", "RobertaEmbeddings", "XLMRobertaEmbeddings", "CamembertEmbeddings",
+                         "ElectraEmbeddings"}
 _ATTN_FLAG = "_sparsekern_inplace_attention"
 _PATCHED = "_sparsekern_inplace_patched"  # set on modules with an instance-level forward of ours
 _EAGER_PARAMS = {"module", "query", "key", "value", "attention_mask", "scaling", "dropout"}
@@ -76,6 +83,36 @@ def _inference(module: nn.Module, *tensors: torch.Tensor) -> bool:
         return False
     dtype = tensors[0].dtype
     return all(t.dtype == dtype for t in tensors) and not _autocast_on(tensors[0].device)
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks")
+_module_globals = nn.modules.module
+
+
+def _hooked(*modules) -> bool:
+    """Whether a forward (pre-)hook is registered on any of `modules` or globally: a hook may keep
+    or read the tensors the in-place path overwrites, and the in-place paths call no submodule
+    (their hooks would not run), so such a site takes the original path."""
+    if _module_globals._global_forward_hooks or _module_globals._global_forward_pre_hooks:
+        return True
+    return any(m is not None and any(getattr(m, h, None) for h in _HOOK_DICTS) for m in modules)
+
+
+class _Sibling:
+    """A reference to the attention module whose output an output block overwrites (for its hooks).
+    Pickles and deep-copies as empty: a loaded or copied model then keeps that projection out of
+    place (a stale reference would point at the original model's module)."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, module=None):
+        self.ref = weakref.ref(module) if module is not None else None
+
+    def __call__(self):
+        return self.ref() if self.ref is not None else None
+
+    def __reduce__(self):
+        return (_Sibling, ())
 
 
 def _ln_fits(ln: nn.Module, h: torch.Tensor) -> bool:
@@ -222,9 +259,12 @@ def _output_forward(self, hidden_states, input_tensor):
     """dense → (dropout: identity in eval) → LayerNorm(h + residual), with h overwritten in place."""
     dense, ln = self.dense, self.LayerNorm
     if not (_inference(self, hidden_states, input_tensor) and type(dense) is nn.Linear and type(ln) is nn.LayerNorm
-            and dense.weight.dtype == hidden_states.dtype):
+            and dense.weight.dtype == hidden_states.dtype) or _hooked(self, dense, ln):
         return type(self).forward(self, hidden_states, input_tensor)
-    if (self._sparsekern_inplace_linear and dense.in_features == dense.out_features and hidden_states.is_contiguous()):
+    sibling = self.__dict__.get("_sparsekern_inplace_linear")
+    attention = sibling() if isinstance(sibling, _Sibling) else None
+    if (attention is not None and not _hooked(attention) and dense.in_features == dense.out_features
+            and hidden_states.is_contiguous()):
         h = inplace_linear(hidden_states, dense)
     else:
         h = dense(hidden_states)
@@ -236,13 +276,15 @@ def _output_forward(self, hidden_states, input_tensor):
 
 def _layer_norm_forward(self, x):
     """nn.LayerNorm.forward, in place on `x` during inference (x must be a temporary: see patch_inplace)."""
-    if _inference(self, x) and _ln_fits(self, x):
+    if _inference(self, x) and _ln_fits(self, x) and not _hooked(self):
         return inplace_layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
     return type(self).forward(self, x)
 
 
 def _set_forward(m: nn.Module, fn) -> None:
-    m.forward = types.MethodType(fn, m)
+    # A partial, not a bound method: a bound method in the instance dict pickles as getattr(m,
+    # "forward"), which torch.load could not resolve (the saved model did not load).
+    m.forward = functools.partial(fn, m)
     setattr(m, _PATCHED, True)
 
 
@@ -344,13 +386,19 @@ def patch_inplace(model: nn.Module, *, attention: bool = True, layer_norm: bool 
             # attention output, which nothing else holds: it may be overwritten.
             parent = _parent_of(model, name)
             after_attention = parent is not None and id(getattr(parent, "self", None)) in attention_modules
-            m._sparsekern_inplace_linear = bool(linear and after_attention and inner == hidden)
+            inplace_linear_on = bool(linear and after_attention and inner == hidden)
+            m._sparsekern_inplace_linear = _Sibling(parent.self) if inplace_linear_on else None
             _set_forward(m, _output_forward)
             report.layer_norms.append(name + ".LayerNorm")
-            if m._sparsekern_inplace_linear:
+            if inplace_linear_on:
                 report.linears.append(name + ".dense")
         elif layer_norm and isinstance(getattr(m, "word_embeddings", None), nn.Embedding) and \
                 type(getattr(m, "LayerNorm", None)) is nn.LayerNorm:
+            if type(m).__name__ not in _FRESH_SUM_EMBEDDINGS:
+                report.skipped[name + ".LayerNorm"] = (
+                    f"{type(m).__name__} is not known to pass its LayerNorm a fresh sum (it may pass the caller's "
+                    "inputs_embeds itself, which an in-place LayerNorm would overwrite)")
+                continue
             ln = m.LayerNorm
             reason = check(ln, lambda ln=ln: _verify_module(ln, _layer_norm_forward, (2, 3) + tuple(ln.normalized_shape)))
             if reason:
@@ -365,7 +413,7 @@ def patch_inplace(model: nn.Module, *, attention: bool = True, layer_norm: bool 
 def _output_forward_probe(self, hidden_states, input_tensor):
     """_output_forward with the linear forced on (if square), so the probe covers it too."""
     prev = getattr(self, "_sparsekern_inplace_linear", None)
-    self._sparsekern_inplace_linear = True
+    self._sparsekern_inplace_linear = _Sibling(self)  # any live module: the probe has no attention
     try:
         return _output_forward(self, hidden_states, input_tensor)
     finally:
