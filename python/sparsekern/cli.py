@@ -45,8 +45,11 @@ def main(argv=None) -> int:
     size = pb.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="quick", action="store_true", default=True,
                       help="small grid (default)")
-    size.add_argument("--full", dest="quick", action="store_false", help="the full target grid of every family")
-    pb.add_argument("--json", default="sparsekern-bench.json", help="where to write the JSON results")
+    size.add_argument("--full", dest="quick", action="store_false",
+                      help="the full target grid of every family (on CUDA; the CPU runs the small grid either way)")
+    pb.add_argument("--json", default="sparsekern-bench.json",
+                    help="where to write the JSON results, replacing that file (default: ./sparsekern-bench.json; "
+                         "'' writes none)")
 
     from . import kron_cli
 
@@ -60,6 +63,10 @@ def main(argv=None) -> int:
         rows = check.run(dev, args.family, quick=args.quick)
         return 0 if all(r["ok"] for r in rows) else 1
     if args.cmd == "bench":
+        try:
+            bench.check_writable(args.json, "--json") if args.json else None
+        except ValueError as e:
+            p.error(str(e))
         res = bench.run(dev, args.family, quick=args.quick, json_path=args.json)
         return 0 if all(r.get("verified", True) for r in res["rows"]) else 1
     return 2

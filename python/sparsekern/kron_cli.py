@@ -58,10 +58,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="f = float32, d = float64, h = float16, b = bfloat16 (default f)")
     pk.add_argument("--device", help="cpu or cuda[:N] (default: cuda if usable, else cpu)")
     pk.add_argument("--tf32", action="store_true", help="allow TF32 in fp32 matmuls (default: off)")
-    pk.add_argument("--implementation", choices=["v1", "v2", "v3"], default="v3", help="profile: which one")
+    pk.add_argument("--implementation", choices=["v1", "v2", "v3"], default="v3", help="profile: which one (default v3)")
     pk.add_argument("--trace", help="profile: Chrome trace path (default kron-<impl>-trace.json)")
-    pk.add_argument("--iters", type=positive_int, default=10, help="profile: forward+backward iterations")
-    pk.add_argument("--seed", type=int, default=0)
+    pk.add_argument("--iters", type=positive_int, default=10, help="profile: forward+backward iterations (default 10)")
+    pk.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     pk.add_argument("batch_size", type=positive_int)
     pk.add_argument("factors", nargs="+", type=parse_factor, metavar="factor")
     pk.add_argument("command", choices=["check", "profile", "bench"])
@@ -267,5 +267,16 @@ def main(args, out=None) -> int:
         _describe(args, dtype, device, out)
         return {"check": cmd_check, "profile": cmd_profile, "bench": cmd_bench}[args.command](
             args, device, dtype, out)
+    except (torch.OutOfMemoryError, MemoryError) as e:
+        print(f"sparsekern kron: out of memory for {args.batch_size} x {math.prod(p for p, _ in args.factors)} "
+              f"inputs on {device} ({str(e).splitlines()[0][:160] if str(e) else type(e).__name__}); "
+              "try a smaller batch or smaller factors", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        if "can't allocate memory" not in str(e) and "out of memory" not in str(e):
+            raise
+        print(f"sparsekern kron: out of memory for {args.batch_size} x {math.prod(p for p, _ in args.factors)} "
+              f"inputs on {device}; try a smaller batch or smaller factors", file=sys.stderr)
+        return 2
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev

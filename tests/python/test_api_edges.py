@@ -238,3 +238,85 @@ def test_sparse_linear_refuses_the_meta_device_by_name():
         sk.SparseLinear(8, 4, device="meta")
     with torch.device("meta"), pytest.raises(ValueError, match="meta device"):
         sk.SparseLinear(8, 4)
+
+
+# --------------------------------------------------------------------------------------------
+# The CLI when an op raises, and its file arguments (session 30's audit of the CLI and docs)
+# --------------------------------------------------------------------------------------------
+def test_check_records_an_op_that_raises(monkeypatch, capsys):
+    """An op that raised ended `sparsekern check` in a traceback, with no table and no summary."""
+    import sparsekern.check.dense as cd
+
+    def boom(a, b):
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(cd, "matmul", boom)
+    assert cli_main(["check", "--device", "cpu", "--family", "dense", "--quick"]) == 1
+    out = capsys.readouterr().out
+    assert "0 passed, 1 failed" in out and "dense: RuntimeError: kernel exploded" in out
+
+
+def test_bench_keeps_a_failed_row_and_writes_strict_json(monkeypatch, tmp_path, capsys):
+    """A case that raised lost the table (KeyError 'metric') and left bare NaN in the JSON."""
+    import json
+    import sparsekern.bench.semi as bs
+
+    real = bs.cases
+
+    def cases(device, quick):
+        cs = real(device, quick)
+        for c in cs:
+            c.ours = lambda: (_ for _ in ()).throw(RuntimeError("boom"))
+        return cs
+
+    monkeypatch.setattr(bs, "cases", cases)
+    path = tmp_path / "b.json"
+    assert cli_main(["bench", "--device", "cpu", "--family", "semi", "--json", str(path)]) == 1
+    assert "WRONG" in capsys.readouterr().out
+    text = path.read_text()
+    assert "NaN" not in text
+    rows = json.loads(text)["rows"]
+    assert rows and all(r["ours"] is None and r["error"] == "RuntimeError: boom" for r in rows)
+
+
+@pytest.mark.parametrize("where", ["missing/b.json", "."])
+def test_bench_refuses_an_unwritable_json_before_running(where, tmp_path, capsys):
+    """The whole run went by, then a traceback, when --json could not be written."""
+    with pytest.raises(SystemExit) as e:
+        cli_main(["bench", "--device", "cpu", "--family", "dense", "--json", str(tmp_path / where)])
+    assert e.value.code == 2
+    err = capsys.readouterr()
+    assert "--json" in err.err and "cannot be written" in err.err and "[row]" not in err.err
+
+
+@pytest.mark.parametrize("module", ["sparsekern.bench.kron", "sparsekern.bench.bsr"])
+def test_bench_summaries_take_arguments(module, tmp_path):
+    """`python -m sparsekern.bench.kron` without a file gave IndexError, --help a FileNotFoundError."""
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120)
+
+    r = run()
+    assert r.returncode == 2 and "required: json" in r.stderr and "Traceback" not in r.stderr
+    assert run("--help").returncode == 0
+    r = run(str(tmp_path / "none.json"))
+    assert r.returncode == 2 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "x.json").write_text("[1, 2]")
+    r = run(str(tmp_path / "x.json"))
+    assert r.returncode == 2 and "not a bench JSON" in r.stderr
+    (tmp_path / "ok.json").write_text('{"rows": []}')
+    assert run(str(tmp_path / "ok.json")).returncode == 0
+
+
+def test_kron_cli_out_of_memory_is_one_line(monkeypatch, capsys):
+    """An input too large for memory ended in an allocator traceback."""
+    import sparsekern.kron_cli as kc
+
+    def no_memory(*a, **k):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory")
+
+    monkeypatch.setattr(kc, "_inputs", no_memory)
+    assert cli_main(["kron", "--device", "cpu", "4", "8", "8", "check"]) == 2
+    assert "out of memory for 4 x 64 inputs on cpu" in capsys.readouterr().err

@@ -11,6 +11,8 @@ import dataclasses
 import datetime
 import importlib
 import json
+import math
+import os
 import platform
 import statistics
 import sys
@@ -239,6 +241,7 @@ def run_cases(cases: list[Case], device: torch.device) -> list[dict]:
             # not lose the rest of a long run: the row records the error and counts as unverified.
             row.update(error=f"{type(e).__name__}: {e}", verified=False, ours=float("nan"),
                        anchor_time=float("nan"), ratio=float("nan"))
+            row.setdefault("metric", "ms")
         rows.append(row)
         # One line per finished row on stderr, so a run cut short still shows what it measured.
         print(f"[row] {row['family']} | {row['op']} | {row['shape']} | {row['dtype']} | ours {row['ours']:.4g} | "
@@ -284,13 +287,56 @@ def _measure(c: Case, row: dict, device: torch.device) -> None:
                 row["frac_of_copy"] = row["tbps_ours"] / row["copy_tbps"]
 
 
+def check_writable(path: str, option: str) -> None:
+    """Raises ValueError naming `option` unless a file can be written at `path` (tried by opening it
+    for appending, which creates nothing new past an empty file and changes no existing content)."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise ValueError(f"{option} {path!r} cannot be written: {e.strerror or e}") from None
+    if not existed:
+        os.remove(path)
+
+
+def _json_safe(x):
+    """NaN and infinities as null (strict JSON has no NaN; a failed row's times are NaN)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def summary_main(prog: str, description: str, summarize) -> int:
+    """`python -m sparsekern.bench.<family> BENCH.json`: a family's target summary of a bench JSON
+    (`sparsekern bench --full --json ...`); a one-line message and exit 2 for a bad argument."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
+    p.add_argument("json", help="a JSON file written by `sparsekern bench --full --json FILE`")
+    args = p.parse_args()
+    try:
+        with open(args.json) as fh:
+            rows = json.load(fh)["rows"]
+    except OSError as e:
+        p.error(f"cannot read {args.json!r}: {e.strerror or e}")
+    except (ValueError, KeyError, TypeError):
+        p.error(f"{args.json!r} is not a bench JSON (no 'rows' list)")
+    summarize(rows)
+    return 0
+
+
 def print_table(rows, out=None) -> None:
     out = sys.stdout if out is None else out  # read per call: pytest and others swap sys.stdout
     hdr = ["family", "op", "shape", "dtype", "ours", "anchor", "ratio", "TFLOP/s | TB/s (of copy)",
            "extra MiB ours/anchor", "ok"]
     cells = []
     for r in rows:
-        unit = "us" if r["metric"] == "host_us_per_call" else "ms"
+        unit = "us" if r.get("metric") == "host_us_per_call" else "ms"
         if "tflops_ours" in r:
             rate = f"{r['tflops_ours']:.3g}"
         elif "tbps_ours" in r:
@@ -314,10 +360,12 @@ def run(device: torch.device, families=None, quick: bool = True, json_path: Opti
     cases: list[Case] = []
     for fam in families or FAMILIES:
         cases += importlib.import_module(f"{__name__}.{fam}").cases(device, quick)
+    if json_path:  # before the run: an unwritable path found after it lost the results
+        check_writable(json_path, "--json")
     result = {"environment": environment(device), "quick": quick, "rows": run_cases(cases, device)}
     if json_path:
         with open(json_path, "w") as f:
-            json.dump(result, f, indent=1)
+            json.dump(_json_safe(result), f, indent=1)
     print_table(result["rows"], out)
     if json_path:
         print(f"wrote {json_path}", file=out)

@@ -23,7 +23,6 @@ backward per useful FLOP within 1.3× of the forward; fp32 with TF32: E ≥ 0.6 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import sys
 import warnings
@@ -270,7 +269,7 @@ def summarize(rows: list[dict], out=None) -> list[dict]:
     out = sys.stdout if out is None else out  # read per call: pytest and others swap sys.stdout
     cells: dict = {}
     for r in rows:
-        if r.get("family") != "bsr" or "bench" not in r:
+        if r.get("family") != "bsr" or "bench" not in r or "error" in r:
             continue
         key = (r["m"], r["k"], r["n"], r["dtype"], r["block"], round(r["density"], 4))
         cells.setdefault(key, {})[r["bench"]] = r
@@ -335,5 +334,7 @@ def summarize(rows: list[dict], out=None) -> list[dict]:
 
 
 if __name__ == "__main__":  # python -m sparsekern.bench.bsr bench.json
-    with open(sys.argv[1]) as f:
-        summarize(json.load(f)["rows"])
+    from . import summary_main
+
+    sys.exit(summary_main("sparsekern.bench.bsr", "issue 3's targets (E, backward per FLOP) from a bsr bench",
+                          summarize))

@@ -27,7 +27,6 @@ include.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -312,5 +311,7 @@ def summarize(rows: list[dict], out=None) -> dict:
 
 
 if __name__ == "__main__":  # python -m sparsekern.bench.kron bench.json
-    with open(sys.argv[1]) as fh:
-        summarize(json.load(fh)["rows"])
+    from . import summary_main
+
+    sys.exit(summary_main("sparsekern.bench.kron", "issue 5's targets (speed-up over v2, roofline, backward / "
+                          "forward) from a kron bench", summarize))

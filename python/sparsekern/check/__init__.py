@@ -25,12 +25,20 @@ def run(device: torch.device | None = None, families=None, quick: bool = False, 
     rows: list[dict] = []
     for fam in families or FAMILIES:
         mod = importlib.import_module(f"{__name__}.{fam}")
-        for row in mod.run(device, quick):
+        try:
+            fam_rows = list(mod.run(device, quick))
+        except Exception as e:  # noqa: BLE001 - an op that raises is a failure of its family, not of the run
+            fam_rows = [dict(op="(raised)", dtype="-", shape="-", rel_err=float("inf"), tol=0.0,
+                             error=f"{type(e).__name__}: {e}")]
+        for row in fam_rows:
             row.setdefault("family", fam)
             row["device"] = str(device)
             row["ok"] = bool(row["rel_err"] <= row["tol"])
             rows.append(row)
     _print_table(rows, out)
+    for r in rows:
+        if "error" in r:
+            print(f"{r['family']}: {r['error']}", file=out)
     return rows
 
 

@@ -13,10 +13,15 @@ What it changes, per site, only where the structure is recognised and a probe ag
   the residual is added in place and the LayerNorm runs in place on the fresh sum; the attention
   output projection (square) runs in place too (`inplace_linear`), its input being the attention
   output nobody else holds.
-* the embeddings' LayerNorm, whose input is a fresh sum of embeddings.
+* the embeddings' LayerNorm, whose input is a fresh sum of embeddings (BERT, RoBERTa, XLM-R,
+  CamemBERT, ELECTRA embeddings; others, such as DeBERTa-v3's, may pass the caller's
+  `inputs_embeds` itself and are left alone).
 
 Modules are never replaced (state dicts, hooks and `named_modules` stay as they are): patched sites
-get an instance-level `forward`. In-place paths run only for inference: module in eval mode (no
+get an instance-level `forward`. A site with a forward (pre-)hook on it or on the submodules its
+in-place path skips, or while a global forward hook is registered, takes the original path (a hook
+may read or keep what the in-place path overwrites); so does the attention output projection of a
+model that was saved and loaded or deep-copied after patching (patch it again to restore it). In-place paths run only for inference: module in eval mode (no
 dropout), no autograd graph needed for the LayerNorm/linear sites (use torch.no_grad() or
 torch.inference_mode()), no autocast, matching dtypes; anything else takes the original code path.
 Query/key/value projections, the pooler and heads are left alone: their inputs are still needed
