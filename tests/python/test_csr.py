@@ -444,8 +444,10 @@ def test_cached_pattern_tensors_across_streams():
     """A pattern's cached tensors (the transposed pattern, the int32 index copies) are made by
     kernels queued on the stream of the call that first needed them; a call on another stream that
     does not wait for that one must not read them before they exist. Here the transpose is queued
-    behind a 0.2 s sleep on s1 and used at once on s2 (the calls after the first check nothing on
-    the host, so nothing synchronises); the gradients must match float64 on both streams."""
+    behind a 0.2 s sleep on s1 and used at once on s2; the gradients must match float64 on both
+    streams. (On the H100 this passed before the event ordering too: making the transpose
+    synchronises the host incidentally, in torch.bincount, and the int32 copies follow the first
+    call's structure check. The event keeps the order from depending on those syncs.)"""
     if not (torch.cuda.is_available() and sk.cuda_available()):
         pytest.skip("needs CUDA")
     dev = torch.device("cuda")
