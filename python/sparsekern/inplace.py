@@ -427,13 +427,14 @@ def inplace_layer_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor |
 def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | None = None,
                      eps: float | None = None) -> torch.Tensor:
     """``x ← rms_norm(x, normalized_shape, weight, eps)`` in place (``x / sqrt(mean(x²) + eps) · weight``);
-    returns `x`. `eps=None` means ``torch.finfo(x.dtype).eps``, like torch.nn.functional.rms_norm.
+    returns `x`. `eps=None` means torch.nn.functional.rms_norm's default: ``torch.finfo`` eps of x's dtype
+    for fp32 / fp64 and of fp32 for fp16 / bf16 (the type torch computes in).
     Inference only, like :func:`inplace_layer_norm`."""
     check_no_transform("inplace_rms_norm", x, weight)
     if isinstance(x, torch.Tensor):
         _inference_only("inplace_rms_norm", "torch.nn.functional.rms_norm", ("x", x), ("weight", weight))
-        if eps is None and x.dtype in _DTYPE_CODE:
-            eps = torch.finfo(x.dtype).eps
+        if eps is None and x.dtype in _DTYPE_CODE:  # torch's default: the eps of the math type (fp32 for 16-bit)
+            eps = torch.finfo(x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32).eps
     if _use_op(x):
         shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
         _rms_norm_op(x, shape, weight, float(eps))

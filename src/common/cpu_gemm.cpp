@@ -14,6 +14,13 @@
 namespace sparsekern::detail {
 namespace {
 
+// Each micro-kernel sums k in chunks of kGemmChunk into fresh accumulators and adds each chunk's
+// sums to the running total (which starts at c for the _add form), instead of one running sum
+// over all of k: the rounding error of a long fp32 sum then grows with chunk + k / chunk terms,
+// not k (one sum over K = 16384 was 6-10x less accurate than torch's BLAS, which blocks K the same
+// way). With the _add form each call's k (a block of a block-sparse product) is its own chunk.
+constexpr long long kGemmChunk = 256;
+
 #if defined(__GNUC__) || defined(__clang__)
 #define SK_GEMM_VEC 1
 #define SK_GEMM_INLINE inline __attribute__((always_inline))
@@ -25,20 +32,26 @@ SK_GEMM_INLINE void micro_rows(const Acc* __restrict ap, const Acc* __restrict b
   typedef Acc VU __attribute__((vector_size(BYTES), aligned(sizeof(Acc))));  // unaligned loads/stores
   constexpr int NR = kGemmNR<Acc>;
   constexpr int NV = NR * static_cast<int>(sizeof(Acc)) / BYTES;  // vectors per row of the block
-  V acc[R][NV] = {};
+  V tot[R][NV] = {};
   if constexpr (ADD) {
     for (int i = 0; i < R; ++i)
-      for (int v = 0; v < NV; ++v) acc[i][v] = *reinterpret_cast<const VU*>(c + (R0 + i) * NR + v * (BYTES / sizeof(Acc)));
+      for (int v = 0; v < NV; ++v) tot[i][v] = *reinterpret_cast<const VU*>(c + (R0 + i) * NR + v * (BYTES / sizeof(Acc)));
   }
-  for (long long r = 0; r < k; ++r) {
-    V b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = *reinterpret_cast<const VU*>(bp + r * NR + v * (BYTES / sizeof(Acc)));
-    const Acc* a = ap + r * kGemmMR + R0;
+  for (long long r0 = 0; r0 < k; r0 += kGemmChunk) {  // partial sums per chunk of k (see kGemmChunk)
+    V acc[R][NV] = {};
+    const long long r1 = r0 + kGemmChunk < k ? r0 + kGemmChunk : k;
+    for (long long r = r0; r < r1; ++r) {
+      V b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = *reinterpret_cast<const VU*>(bp + r * NR + v * (BYTES / sizeof(Acc)));
+      const Acc* a = ap + r * kGemmMR + R0;
+      for (int i = 0; i < R; ++i)
+        for (int v = 0; v < NV; ++v) acc[i][v] += b[v] * a[i];
+    }
     for (int i = 0; i < R; ++i)
-      for (int v = 0; v < NV; ++v) acc[i][v] += b[v] * a[i];
+      for (int v = 0; v < NV; ++v) tot[i][v] += acc[i][v];
   }
   for (int i = 0; i < R; ++i)
-    for (int v = 0; v < NV; ++v) *reinterpret_cast<VU*>(c + (R0 + i) * NR + v * (BYTES / sizeof(Acc))) = acc[i][v];
+    for (int v = 0; v < NV; ++v) *reinterpret_cast<VU*>(c + (R0 + i) * NR + v * (BYTES / sizeof(Acc))) = tot[i][v];
 }
 
 template <typename Acc, bool ADD>
@@ -50,16 +63,22 @@ void micro_base(const Acc* ap, const Acc* bp, long long k, Acc* c) {
 template <typename Acc, bool ADD>
 void micro_base(const Acc* ap, const Acc* bp, long long k, Acc* c) {
   constexpr int NR = kGemmNR<Acc>;
-  Acc acc[kGemmMR][NR] = {};
+  Acc tot[kGemmMR][NR] = {};
   if constexpr (ADD) {
     for (int i = 0; i < kGemmMR; ++i)
-      for (int j = 0; j < NR; ++j) acc[i][j] = c[i * NR + j];
+      for (int j = 0; j < NR; ++j) tot[i][j] = c[i * NR + j];
   }
-  for (long long r = 0; r < k; ++r)
+  for (long long r0 = 0; r0 < k; r0 += kGemmChunk) {
+    Acc acc[kGemmMR][NR] = {};
+    const long long r1 = r0 + kGemmChunk < k ? r0 + kGemmChunk : k;
+    for (long long r = r0; r < r1; ++r)
+      for (int i = 0; i < kGemmMR; ++i)
+        for (int j = 0; j < NR; ++j) acc[i][j] += ap[r * kGemmMR + i] * bp[r * NR + j];
     for (int i = 0; i < kGemmMR; ++i)
-      for (int j = 0; j < NR; ++j) acc[i][j] += ap[r * kGemmMR + i] * bp[r * NR + j];
+      for (int j = 0; j < NR; ++j) tot[i][j] += acc[i][j];
+  }
   for (int i = 0; i < kGemmMR; ++i)
-    for (int j = 0; j < NR; ++j) c[i * NR + j] = acc[i][j];
+    for (int j = 0; j < NR; ++j) c[i * NR + j] = tot[i][j];
 }
 #endif
 
@@ -81,24 +100,29 @@ __attribute__((target("avx512f"))) void micro_avx512(const Acc* __restrict ap, c
   typedef Acc VU __attribute__((vector_size(64), aligned(sizeof(Acc))));
   constexpr int NR = kGemmNR<Acc>;
   static_assert(NR * sizeof(Acc) == 64, "one vector per row of the block");
-  V even[kGemmMR] = {}, odd[kGemmMR] = {};
+  V tot[kGemmMR] = {};
   if constexpr (ADD) {
-    for (int i = 0; i < kGemmMR; ++i) even[i] = *reinterpret_cast<const VU*>(c + i * NR);
+    for (int i = 0; i < kGemmMR; ++i) tot[i] = *reinterpret_cast<const VU*>(c + i * NR);
   }
-  long long r = 0;
-  for (; r + 1 < k; r += 2) {
-    const V b0 = *reinterpret_cast<const VU*>(bp + r * NR), b1 = *reinterpret_cast<const VU*>(bp + (r + 1) * NR);
-    const Acc* a = ap + r * kGemmMR;
-    for (int i = 0; i < kGemmMR; ++i) {
-      even[i] += b0 * a[i];
-      odd[i] += b1 * a[kGemmMR + i];
+  for (long long r0 = 0; r0 < k; r0 += kGemmChunk) {
+    const long long r1 = r0 + kGemmChunk < k ? r0 + kGemmChunk : k;
+    V even[kGemmMR] = {}, odd[kGemmMR] = {};
+    long long r = r0;
+    for (; r + 1 < r1; r += 2) {
+      const V b0 = *reinterpret_cast<const VU*>(bp + r * NR), b1 = *reinterpret_cast<const VU*>(bp + (r + 1) * NR);
+      const Acc* a = ap + r * kGemmMR;
+      for (int i = 0; i < kGemmMR; ++i) {
+        even[i] += b0 * a[i];
+        odd[i] += b1 * a[kGemmMR + i];
+      }
     }
+    if (r < r1) {
+      const V b0 = *reinterpret_cast<const VU*>(bp + r * NR);
+      for (int i = 0; i < kGemmMR; ++i) even[i] += b0 * ap[r * kGemmMR + i];
+    }
+    for (int i = 0; i < kGemmMR; ++i) tot[i] += even[i] + odd[i];
   }
-  if (r < k) {
-    const V b0 = *reinterpret_cast<const VU*>(bp + r * NR);
-    for (int i = 0; i < kGemmMR; ++i) even[i] += b0 * ap[r * kGemmMR + i];
-  }
-  for (int i = 0; i < kGemmMR; ++i) *reinterpret_cast<VU*>(c + i * NR) = even[i] + odd[i];
+  for (int i = 0; i < kGemmMR; ++i) *reinterpret_cast<VU*>(c + i * NR) = tot[i];
 }
 
 template <typename Acc>

@@ -110,7 +110,10 @@ void norm_typed(const NormParams& p) {
     }
     const Acc mean = kRms ? Acc(0) : static_cast<Acc>(sum / static_cast<double>(n));
     double ss = 0;  // Σ (x - mean)² (two passes: exact, no cancellation for large means)
-    for (std::int64_t j = 0; j < n; ++j) ss += static_cast<double>((buf[j] - mean) * (buf[j] - mean));
+    for (std::int64_t j = 0; j < n; ++j) {  // squared in double: (1e20)² overflowed fp32 into a zero row
+      const double d = static_cast<double>(buf[j]) - static_cast<double>(mean);
+      ss += d * d;
+    }
     const Acc rstd = static_cast<Acc>(1 / std::sqrt(ss / static_cast<double>(n) + static_cast<double>(eps)));
     for (std::int64_t j = 0; j < n; ++j) {
       Acc v = (buf[j] - mean) * rstd;
