@@ -296,6 +296,36 @@ def _(x, w, transpose_w, bias, workspace):
     _check_square(x, w, bias, workspace)
 
 
+# The mutating ops have no autograd formula, and torch's default autograd kernel of a mutating
+# custom op runs it without a word when an input needs a gradient: a graph recorded without
+# autograd (torch.export with example inputs that need no gradient) and replayed on inputs that
+# need one passed the gradient through the op as the identity. Their autograd kernels refuse
+# instead (the Python functions take a differentiable path when a gradient is needed at trace time).
+_autograd_lib = torch.library.Library("sparsekern", "IMPL")
+
+
+def _refuse_graph(op):
+    name = op._name if hasattr(op, "_name") else str(op)
+
+    def kernel(*args, **kwargs):
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in (*args, *kwargs.values())):
+            raise RuntimeError(
+                f"{name} was recorded without autograd (e.g. by torch.export with example inputs that need "
+                "no gradient) and now runs on inputs that need one: it has no gradient formula. Record it "
+                "with inputs that require grad, or run it under torch.no_grad()")
+        with torch._C._AutoDispatchBelowAutograd():
+            return op(*args, **kwargs)
+
+    _autograd_lib.impl(name.split("::")[-1], kernel, "Autograd")
+
+
+for _op in (torch.ops.sparsekern.inplace_softmax.default, torch.ops.sparsekern.inplace_softmax_backward.default,
+            torch.ops.sparsekern.inplace_layer_norm.default, torch.ops.sparsekern.inplace_rms_norm.default,
+            torch.ops.sparsekern.square_matmul.default):
+    _refuse_graph(_op)
+
+
 # --------------------------------------------------------------------------------------------
 # Autograd: in-place Functions that mark their input dirty and return it
 # --------------------------------------------------------------------------------------------
@@ -346,6 +376,13 @@ def _use_op(t=None) -> bool:
     return traced() or (isinstance(t, torch.Tensor) and t.is_meta)
 
 
+def _masked_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """torch.softmax with this package's rule for a row that is entirely -inf: zeros, not NaN."""
+    masked = x.amax(dim, keepdim=True) == float("-inf")
+    y = torch.softmax(torch.where(masked, torch.zeros_like(x), x), dim)  # finite there: no NaN gradient
+    return torch.where(masked, torch.zeros_like(y), y)
+
+
 def _jit_tracing() -> bool:
     """torch.jit.trace checks its trace by running the function again under no_grad: the two
     differentiable in-place ops record torch's op copied back in both runs (with and without
@@ -379,7 +416,7 @@ def inplace_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
         if _use_op(x):
             # Traced with autograd: torch's softmax copied back (the Function's mark_dirty and the
             # mutating op did not survive AOT autograd: the gradient came out as the identity).
-            return x.copy_(torch.softmax(x, dim))
+            return x.copy_(_masked_softmax(x, dim))
         return _InplaceSoftmax.apply(x, _check_softmax(x, dim))
     if _use_op(x):
         _softmax_op(x, dim)

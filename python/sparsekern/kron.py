@@ -568,7 +568,7 @@ def kron_matmul(a, b, *, left: bool = False) -> torch.Tensor:
                 raise ValueError(f"`factors[{i}]` must have non-zero dims; got shape {tuple(f.shape)}")
         if x.dim() == 0:
             raise ValueError("`x` must have at least 1 dim for left=True; got a 0-D tensor")
-        Q = math.prod(f.shape[1] for f in factors)
+        Q = math.prod([f.shape[1] for f in factors])  # a list: dynamo graph-broke on the generator
         if factors and x.shape[0 if x.dim() == 1 else -2] != Q:
             cols = "·".join(str(f.shape[1]) for f in factors)
             raise ValueError(f"`x` must have {'size' if x.dim() == 1 else 'dim -2 of size'} {Q} (= {cols}, the "
@@ -591,7 +591,7 @@ def kron_reference(x: torch.Tensor, factors: Sequence[torch.Tensor]) -> torch.Te
     """``x @ (F1 ⊗ … ⊗ Fn)`` one factor at a time in plain torch (reshape, matmul, transpose): the
     "v2" of ``sparsekern kron`` and the reference of the tests for sizes where the Kronecker
     product is too large to form. Differentiable through torch's autograd."""
-    P = math.prod(f.shape[0] for f in factors)
+    P = math.prod([f.shape[0] for f in factors])
     batch = x.shape[:-1]
     y = x.reshape(-1, P)
     M = y.shape[0]

@@ -13,6 +13,7 @@ import torch.autograd.forward_ad as fwAD
 import sparsekern as sk
 from sparsekern import bsr
 from sparsekern.cli import main as cli_main
+from sparsekern.testing import rel_error
 
 _D = torch.float64
 
@@ -320,3 +321,52 @@ def test_kron_cli_out_of_memory_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(kc, "_inputs", no_memory)
     assert cli_main(["kron", "--device", "cpu", "4", "8", "8", "check"]) == 2
     assert "out of memory for 4 x 64 inputs on cpu" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# torch.export / torch.compile (session 30's audit of the ops under compile and export)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("which", ["softmax", "square_matmul", "layer_norm"])
+def test_exported_inplace_ops_refuse_a_gradient_they_cannot_give(which):
+    """Exported with example inputs that need no gradient, the mutating ops were replayed with the
+    gradient passing through them as the identity; now their autograd kernel refuses by name."""
+    import torch.nn.functional as F
+
+    w = torch.randn(5, 5)
+    fns = {"softmax": (lambda x: sk.inplace_softmax(x * 1.0, -1), lambda x: torch.softmax(x, -1)),
+           "square_matmul": (lambda x: sk.square_matmul(x * 1.0, w), lambda x: x @ w),
+           "layer_norm": (lambda x: sk.inplace_layer_norm(x * 1.0, (5,)), lambda x: F.layer_norm(x, (5,)))}
+    fn, ref = fns[which]
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return fn(x)
+
+    ep = torch.export.export(M(), (torch.randn(4, 5),))
+    x = torch.randn(4, 5)
+    with torch.no_grad():
+        assert rel_error(ep.module()(x.clone()), ref(x).double()) <= 1e-5
+    with pytest.raises(RuntimeError, match="recorded without autograd"):
+        ep.module()(x.clone().requires_grad_())
+
+
+def test_compiled_softmax_with_autograd_keeps_masked_rows_zero():
+    """Compiled with autograd, inplace_softmax ran torch.softmax: NaN for a fully masked row,
+    where the function gives zeros (eager, and compiled without autograd)."""
+    x = torch.randn(3, 4)
+    x[1] = float("-inf")
+    x = x.requires_grad_()
+    torch._dynamo.reset()
+    y = torch.compile(lambda t: sk.inplace_softmax(t * 1.0), backend="aot_eager", fullgraph=True)(x)
+    assert torch.equal(y[1], torch.zeros(4)) and torch.isfinite(y).all()
+    y.sum().backward()
+    assert torch.isfinite(x.grad).all()
+
+
+def test_compiled_left_kron_product_fullgraph():
+    """kron_matmul(factors, x, left=True) broke the graph (a generator in math.prod)."""
+    fs = [torch.randn(2, 3), torch.randn(3, 2)]
+    x = torch.randn(6, 5)
+    torch._dynamo.reset()
+    y = torch.compile(lambda t: sk.kron_matmul(fs, t, left=True), backend="aot_eager", fullgraph=True)(x)
+    assert rel_error(y, torch.kron(*fs).double() @ x.double()) <= 1e-5
