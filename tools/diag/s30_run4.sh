@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 30, call 5: every CUDA test again at the wheel of 67cf83b (no CUDA source changed since;
+# e0f5e89 changed CPU kernels only), with this tree's whole Python package at d69c6d4 over the
+# wheel's (traced() routing, version_of, csr's stream events, the mutating ops' autograd kernels,
+# rms_norm's default eps, BlockSparseLinear's per-call index check, the patchers), and the
+# CPU-level edge-case files against the CUDA build.
+source "$(dirname "$0")/lib.sh"
+diag_begin_wheel
+python3 - <<PY
+import shutil, sparsekern, os
+shutil.copytree("$R/python/sparsekern", os.path.dirname(sparsekern.__file__), dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+PY
+T=$R/tests/python
+diag_all_cuda_tests 540 test_module_edges.py
+timeout $(cap 540) python3 -m pytest $T/test_api_edges.py $T/test_module_edges.py $T/test_bsr_edges.py -q -p no:cacheprovider \
+  > $OUT/edges_tests.txt 2>&1 &
+wait
+diag_all_cuda_tests_report
+echo "edges_tests: $(tail -1 $OUT/edges_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/edges_tests.txt | head -8
+echo "total $((SECONDS - T0))s"
