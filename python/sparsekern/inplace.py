@@ -296,36 +296,6 @@ def _(x, w, transpose_w, bias, workspace):
     _check_square(x, w, bias, workspace)
 
 
-# The mutating ops have no autograd formula, and torch's default autograd kernel of a mutating
-# custom op runs it without a word when an input needs a gradient: a graph recorded without
-# autograd (torch.export with example inputs that need no gradient) and replayed on inputs that
-# need one passed the gradient through the op as the identity. Their autograd kernels refuse
-# instead (the Python functions take a differentiable path when a gradient is needed at trace time).
-_autograd_lib = torch.library.Library("sparsekern", "IMPL")
-
-
-def _refuse_graph(op):
-    name = op._name if hasattr(op, "_name") else str(op)
-
-    def kernel(*args, **kwargs):
-        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
-                                           for t in (*args, *kwargs.values())):
-            raise RuntimeError(
-                f"{name} was recorded without autograd (e.g. by torch.export with example inputs that need "
-                "no gradient) and now runs on inputs that need one: it has no gradient formula. Record it "
-                "with inputs that require grad, or run it under torch.no_grad()")
-        with torch._C._AutoDispatchBelowAutograd():
-            return op(*args, **kwargs)
-
-    _autograd_lib.impl(name.split("::")[-1], kernel, "Autograd")
-
-
-for _op in (torch.ops.sparsekern.inplace_softmax.default, torch.ops.sparsekern.inplace_softmax_backward.default,
-            torch.ops.sparsekern.inplace_layer_norm.default, torch.ops.sparsekern.inplace_rms_norm.default,
-            torch.ops.sparsekern.square_matmul.default):
-    _refuse_graph(_op)
-
-
 # --------------------------------------------------------------------------------------------
 # Autograd: in-place Functions that mark their input dirty and return it
 # --------------------------------------------------------------------------------------------
@@ -383,6 +353,18 @@ def _masked_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.where(masked, torch.zeros_like(y), y)
 
 
+_is_exporting = getattr(torch.compiler, "is_exporting", lambda: False)
+
+
+def _recorded_functionally() -> bool:
+    """Whether the call is being recorded by torch.jit.trace or torch.export. Both record the
+    in-place ops as torch's op copied back (differentiable), not as the mutating custom ops: those
+    have no autograd formula (torch accepts none for a mutating op), so an exported graph replayed
+    on inputs that need a gradient passed it through them as the identity; and jit.trace checks
+    its trace by running it again under no_grad, which must record the same graph."""
+    return _jit_tracing() or _is_exporting()
+
+
 def _jit_tracing() -> bool:
     """torch.jit.trace checks its trace by running the function again under no_grad: the two
     differentiable in-place ops record torch's op copied back in both runs (with and without
@@ -412,7 +394,7 @@ def inplace_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     input must be a non-leaf, and the backward uses only the output.
     """
     check_no_transform("inplace_softmax", x)
-    if isinstance(x, torch.Tensor) and (_grad_needed(x) or _jit_tracing()):
+    if isinstance(x, torch.Tensor) and (_grad_needed(x) or _recorded_functionally()):
         if _use_op(x):
             # Traced with autograd: torch's softmax copied back (the Function's mark_dirty and the
             # mutating op did not survive AOT autograd: the gradient came out as the identity).
@@ -453,6 +435,8 @@ def inplace_layer_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor |
                         ("x", x), ("weight", weight), ("bias", bias))
     if _use_op(x):
         shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
+        if _recorded_functionally() and isinstance(x, torch.Tensor):  # see _recorded_functionally
+            return x.copy_(torch.nn.functional.layer_norm(x.clone(), shape, weight, bias, float(eps)))  # (its backward reads x)
         _layer_norm_op(x, shape, weight, bias, float(eps))
         return x
     k, weight, bias = _check_norm(x, normalized_shape, weight, bias, eps)
@@ -474,6 +458,8 @@ def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | N
             eps = torch.finfo(x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32).eps
     if _use_op(x):
         shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
+        if _recorded_functionally() and isinstance(x, torch.Tensor) and hasattr(torch.nn.functional, "rms_norm"):
+            return x.copy_(torch.nn.functional.rms_norm(x.clone(), shape, weight, float(eps)))
         _rms_norm_op(x, shape, weight, float(eps))
         return x
     k, weight, _ = _check_norm(x, normalized_shape, weight, None, eps)
@@ -486,7 +472,7 @@ def _square_matmul(x, w, transpose_w, bias, workspace, op_name):
     check_no_transform(op_name, x, w, bias)
     if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
         _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
-        if _grad_needed(x) or _jit_tracing():
+        if _grad_needed(x) or _recorded_functionally():
             if _use_op(x):  # traced with autograd: torch's product copied back (see inplace_softmax)
                 y = torch.matmul(x, w.mT if transpose_w else w)
                 return x.copy_(y if bias is None else y + bias)

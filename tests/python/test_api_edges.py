@@ -326,28 +326,35 @@ def test_kron_cli_out_of_memory_is_one_line(monkeypatch, capsys):
 # --------------------------------------------------------------------------------------------
 # torch.export / torch.compile (session 30's audit of the ops under compile and export)
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("which", ["softmax", "square_matmul", "layer_norm"])
-def test_exported_inplace_ops_refuse_a_gradient_they_cannot_give(which):
-    """Exported with example inputs that need no gradient, the mutating ops were replayed with the
-    gradient passing through them as the identity; now their autograd kernel refuses by name."""
+@pytest.mark.parametrize("which", ["softmax", "square_matmul", "layer_norm", "rms_norm"])
+def test_exported_inplace_ops_give_gradients(which):
+    """Exported with example inputs that need no gradient, the mutating custom ops were recorded
+    (they have no autograd formula): replayed on inputs that need one, the gradient passed
+    through them as the identity. torch.export now records torch's op copied back."""
     import torch.nn.functional as F
 
     w = torch.randn(5, 5)
     fns = {"softmax": (lambda x: sk.inplace_softmax(x * 1.0, -1), lambda x: torch.softmax(x, -1)),
-           "square_matmul": (lambda x: sk.square_matmul(x * 1.0, w), lambda x: x @ w),
-           "layer_norm": (lambda x: sk.inplace_layer_norm(x * 1.0, (5,)), lambda x: F.layer_norm(x, (5,)))}
+           "square_matmul": (lambda x: sk.square_matmul(x * 1.0, w), lambda x: x @ w.double()),
+           "layer_norm": (lambda x: sk.inplace_layer_norm(x * 1.0, (5,)), lambda x: F.layer_norm(x, (5,))),
+           "rms_norm": (lambda x: sk.inplace_rms_norm(x * 1.0, (5,), eps=1e-6), lambda x: F.rms_norm(x, (5,), eps=1e-6))}
     fn, ref = fns[which]
+    if which == "rms_norm" and not hasattr(F, "rms_norm"):
+        pytest.skip("torch without F.rms_norm")
 
     class M(torch.nn.Module):
         def forward(self, x):
             return fn(x)
 
     ep = torch.export.export(M(), (torch.randn(4, 5),))
-    x = torch.randn(4, 5)
-    with torch.no_grad():
-        assert rel_error(ep.module()(x.clone()), ref(x).double()) <= 1e-5
-    with pytest.raises(RuntimeError, match="recorded without autograd"):
-        ep.module()(x.clone().requires_grad_())
+    x = torch.randn(4, 5, requires_grad=True)
+    g = torch.randn(4, 5)
+    y = ep.module()(x)
+    y.backward(g)
+    xd = x.detach().double().requires_grad_()
+    yd = ref(xd)
+    yd.backward(g.double())
+    assert rel_error(y, yd) <= 1e-5 and rel_error(x.grad, xd.grad) <= 1e-5
 
 
 def test_compiled_softmax_with_autograd_keeps_masked_rows_zero():
