@@ -43,6 +43,15 @@ diag_install_wheel() {
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "installed $(ls $R/.whl312/)"
 }
+# diag_copy_package: this tree's whole Python package (subpackages included, no .so) over the
+# installed wheel's, so that Python-only changes run without a new wheel.
+diag_copy_package() {
+  python3 - <<PY
+import shutil, sparsekern, os
+shutil.copytree("$R/python/sparsekern", os.path.dirname(sparsekern.__file__), dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+PY
+}
 # diag_begin_wheel: diag_begin with the carried wheel instead of a build.
 diag_begin_wheel() {
   diag_install_wheel
@@ -231,4 +240,13 @@ diag_all_cuda_tests_report() {
   local f
   diag_bsr_halves_report
   for f in kron_tests other_tests; do echo "$f: $(tail -1 $OUT/$f.txt)"; grep -E "^FAILED|^ERROR" $OUT/$f.txt | head -8; done
+}
+# diag_pytest NAME LIMIT ARGS...: pytest ARGS (paths under tests/python are given in full) into
+# $OUT/NAME.txt within the cap LIMIT; diag_pytest_report NAME: its last line and first failures.
+diag_pytest() {
+  local name=$1 limit=$2; shift 2
+  timeout $(cap $limit) python3 -m pytest -q -p no:cacheprovider "$@" > $OUT/$name.txt 2>&1
+}
+diag_pytest_report() {
+  echo "$1: $(tail -1 $OUT/$1.txt)"; grep -E "^FAILED|^ERROR" $OUT/$1.txt | head -8 | cut -c1-200
 }

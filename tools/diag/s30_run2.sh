@@ -7,11 +7,7 @@ source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
 # This tree's whole Python package over the wheel's (call 1 copied only the top-level modules, so its
 # CLI tests ran the wheel's older bench/ and check/ and failed; they run again here).
-python3 - <<PY
-import shutil, sparsekern, os
-shutil.copytree("$R/python/sparsekern", os.path.dirname(sparsekern.__file__), dirs_exist_ok=True,
-                ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-PY
+diag_copy_package
 T=$R/tests/python
 san() {  # NAME LIMIT pytest-args...
   local name=$1 lim=$2; shift 2

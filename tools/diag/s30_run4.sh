@@ -6,16 +6,11 @@
 # CPU-level edge-case files against the CUDA build.
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
-python3 - <<PY
-import shutil, sparsekern, os
-shutil.copytree("$R/python/sparsekern", os.path.dirname(sparsekern.__file__), dirs_exist_ok=True,
-                ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-PY
+diag_copy_package
 T=$R/tests/python
 diag_all_cuda_tests 540 test_module_edges.py
-timeout $(cap 540) python3 -m pytest $T/test_api_edges.py $T/test_module_edges.py $T/test_bsr_edges.py -q -p no:cacheprovider \
-  > $OUT/edges_tests.txt 2>&1 &
+diag_pytest edges_tests 540 $T/test_api_edges.py $T/test_module_edges.py $T/test_bsr_edges.py &
 wait
 diag_all_cuda_tests_report
-echo "edges_tests: $(tail -1 $OUT/edges_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/edges_tests.txt | head -8
+diag_pytest_report edges_tests
 echo "total $((SECONDS - T0))s"
