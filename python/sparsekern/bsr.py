@@ -1113,9 +1113,10 @@ class _DdsFunction(torch.autograd.Function):
         a, values, *index = ctx.saved_tensors
         rows, cols, transpose, has_bias = ctx.meta
         # create_graph=True (grad mode on here): the differentiable custom ops
+        # (and the custom ops where compiled autograd traces this backward: native calls do not trace)
         ga, gv, gbias = _dds_grads(grad, a, values, index, rows, cols, transpose, ctx.needs_input_grad[0],
                                    ctx.needs_input_grad[1], has_bias and ctx.needs_input_grad[6],
-                                   torch.is_grad_enabled())
+                                   torch.is_grad_enabled() or traced())
         return ga, gv, None, None, None, None, gbias
 
 

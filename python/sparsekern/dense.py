@@ -206,7 +206,8 @@ class _MatmulFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        if (not _grad_enabled() and a.shape[:-2] == b.shape[:-2] and a.dim() <= 3
+        # (traced: compiled autograd over an eager forward traces this backward; the custom ops then)
+        if (not _grad_enabled() and not traced() and a.shape[:-2] == b.shape[:-2] and a.dim() <= 3
                 and grad.is_contiguous()):
             return _backward_same_batch(a, b, grad, ctx.transb, ctx.needs_input_grad)
         return _backward(ctx, grad, _dispatch)

@@ -506,7 +506,8 @@ class _KronFunction(torch.autograd.Function):
         # torch ops where asked for, and under create_graph (a double backward: gradient penalties,
         # Hessian-vector products), where they are differentiable; the native backward op has no
         # autograd formula of its own (it raised "no autograd formula was registered" there)
-        if _steps_wanted(x, factors) or torch.is_grad_enabled():
+        # autograd, and where compiled autograd traces this backward (torch ops trace; the native call does not)
+        if _steps_wanted(x, factors) or torch.is_grad_enabled() or traced():
             return tuple(_backward_steps(x, factors, grad, needs))
         return tuple(_backward(x, factors, grad, needs, ctx.kron_states))
 

@@ -377,3 +377,25 @@ def test_compiled_left_kron_product_fullgraph():
     torch._dynamo.reset()
     y = torch.compile(lambda t: sk.kron_matmul(fs, t, left=True), backend="aot_eager", fullgraph=True)(x)
     assert rel_error(y, torch.kron(*fs).double() @ x.double()) <= 1e-5
+
+
+@pytest.mark.parametrize("which", ["matmul", "kron_matmul", "bsr.dds"])
+def test_compiled_autograd_fullgraph_over_an_eager_forward(which):
+    """Compiled autograd traces the backward recorded by an eager forward: the eager Functions'
+    backward called the native module through DLPack there, which dynamo cannot trace (fullgraph
+    failed). They take the custom ops (or torch ops) while traced; gradients as eager."""
+    from torch._dynamo import compiled_autograd
+
+    torch.manual_seed(0)
+    s = bsr.BlockSparseMatrix.random((32, 48), 16, 0.5)
+    w, fs = torch.randn(5, 6), [torch.randn(1, 2), torch.randn(5, 3)]
+    fns = {"matmul": lambda a: sk.matmul(a, w), "kron_matmul": lambda a: sk.kron_matmul(a, fs),
+           "bsr.dds": lambda a: bsr.dds(torch.nn.functional.pad(a, (0, 27)), s)}
+    a = torch.randn(4, 5, requires_grad=True)
+    out = fns[which](a)
+    g = torch.randn_like(out)
+    want = torch.autograd.grad(fns[which](a), a, g)[0]
+    torch._dynamo.reset()
+    with compiled_autograd._enable(torch.compile(backend="aot_eager", fullgraph=True)):
+        out.backward(g)
+    assert rel_error(a.grad, want.double()) <= 1e-6
