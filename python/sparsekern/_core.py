@@ -50,6 +50,13 @@ def check_backend(name: str, t: torch.Tensor) -> None:
 _fwad = torch.autograd.forward_ad
 _is_compiling = torch.compiler.is_compiling
 _jit_tracing_state = torch._C._get_tracing_state
+_functorch_stack = torch._C._functorch.peek_interpreter_stack
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+
+def jit_tracing() -> bool:
+    """Whether torch.jit.trace is recording the call."""
+    return _jit_tracing_state() is not None
 
 
 def traced() -> bool:
@@ -59,15 +66,11 @@ def traced() -> bool:
     return _is_compiling() or _jit_tracing_state() is not None
 
 
-_functorch_stack = torch._C._functorch.peek_interpreter_stack
-
-
 def version_of(t: torch.Tensor) -> int:
     """``t._version`` for the caches keyed on a tensor's contents (-1 for an inference tensor, which
     has no version counter: reading it raised on every call of a layer made under
     ``torch.inference_mode()``). An in-place change of an inference tensor is not seen by them."""
     return -1 if t.is_inference() else t._version
-_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 def check_no_transform(op: str, *tensors) -> None:

@@ -63,10 +63,11 @@ def main(argv=None) -> int:
         rows = check.run(dev, args.family, quick=args.quick)
         return 0 if all(r["ok"] for r in rows) else 1
     if args.cmd == "bench":
-        try:
-            bench.check_writable(args.json, "--json") if args.json else None
-        except ValueError as e:
-            p.error(str(e))
+        if args.json:  # an argparse error (exit 2) before the run; bench.run checks it too
+            try:
+                bench.check_writable(args.json, "--json")
+            except ValueError as e:
+                p.error(str(e))
         res = bench.run(dev, args.family, quick=args.quick, json_path=args.json)
         return 0 if all(r.get("verified", True) for r in res["rows"]) else 1
     return 2

@@ -24,7 +24,7 @@ import numbers
 import torch
 
 from . import _C
-from ._core import (traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
+from ._core import (jit_tracing, traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
                     stream_of)
 from .dense import _allow_reduced_precision, _blas_ready, _get_tf32
 
@@ -362,14 +362,7 @@ def _recorded_functionally() -> bool:
     have no autograd formula (torch accepts none for a mutating op), so an exported graph replayed
     on inputs that need a gradient passed it through them as the identity; and jit.trace checks
     its trace by running it again under no_grad, which must record the same graph."""
-    return _jit_tracing() or _is_exporting()
-
-
-def _jit_tracing() -> bool:
-    """torch.jit.trace checks its trace by running the function again under no_grad: the two
-    differentiable in-place ops record torch's op copied back in both runs (with and without
-    autograd), so that the check sees one graph."""
-    return torch._C._get_tracing_state() is not None
+    return jit_tracing() or _is_exporting()
 
 
 _bump = torch.autograd.graph.increment_version

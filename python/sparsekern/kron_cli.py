@@ -267,13 +267,9 @@ def main(args, out=None) -> int:
         _describe(args, dtype, device, out)
         return {"check": cmd_check, "profile": cmd_profile, "bench": cmd_bench}[args.command](
             args, device, dtype, out)
-    except (torch.OutOfMemoryError, MemoryError) as e:
-        print(f"sparsekern kron: out of memory for {args.batch_size} x {math.prod(p for p, _ in args.factors)} "
-              f"inputs on {device} ({str(e).splitlines()[0][:160] if str(e) else type(e).__name__}); "
-              "try a smaller batch or smaller factors", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        if "can't allocate memory" not in str(e) and "out of memory" not in str(e):
+    except (MemoryError, RuntimeError) as e:  # torch.OutOfMemoryError is a RuntimeError
+        if not isinstance(e, (MemoryError, torch.OutOfMemoryError)) and \
+                "can't allocate memory" not in str(e) and "out of memory" not in str(e):
             raise
         print(f"sparsekern kron: out of memory for {args.batch_size} x {math.prod(p for p, _ in args.factors)} "
               f"inputs on {device}; try a smaller batch or smaller factors", file=sys.stderr)
