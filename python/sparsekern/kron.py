@@ -13,6 +13,12 @@ custom op ``torch.ops.sparsekern.kron_matmul``, so it traces under ``torch.compi
 
 ``KronLinear`` is a drop-in linear layer whose weight is a Kronecker product of small factors.
 
+Numerics of float16 / bfloat16: every product sums in float32, but a state between two kernels
+(or two GEMM steps: every factor is one on the CPU) is stored in the input's dtype, as torch's
+per-factor matmuls store theirs. So in float16 an intermediate state past 65504 becomes inf even
+where the final product would be in range (scale the factors, or use bfloat16 or float32, where
+that can happen); within one fused kernel the states stay in float32.
+
 Forward kernel selection: float32 products whose factors all fuse into one kernel run one of three
 fused kernels. Square factors with every p ∈ {4, 8, 16} and 1024 ≤ ∏ p ≤ 8192 (e.g. (8,8,8,8),
 (16,16,16)) take the fiber-per-thread kernel for small factors (H200, 1024 rows: 14.7 and 18.7 µs

@@ -31,6 +31,9 @@ using sparsekern::detail::kGemmMR;
 using sparsekern::detail::kGemmNR;
 using sparsekern::detail::ThreadScratch;
 
+/// The k (in elements) that dds_cpu_typed sums per fresh chunk of a column's blocks.
+constexpr std::int64_t kDdsChunkK = 256;
+
 template <typename T>
 void dds_cpu_typed(const DdsProblem& p) {
   using Acc = typename acc_type<T>::type;
@@ -62,18 +65,27 @@ void dds_cpu_typed(const DdsProblem& p) {
   // one block column, group g's panel q at acc + (g · panels + q) · 4 · NR.
   ThreadScratch<Acc> ap_scratch(static_cast<std::size_t>(g_per_tile * std::max<std::int64_t>(k, 1) * kGemmMR),
                                 parallel);
-  ThreadScratch<Acc> acc_scratch(static_cast<std::size_t>(g_per_tile * panels * panel_elems), parallel);
+  // Two sets of C tiles per thread: the running total (bias first) and the sum of the current
+  // chunk of blocks. The blocks of a column are summed kDdsChunkK of k at a time into a fresh
+  // chunk, added to the total at its end, as the dense CPU GEMM chunks k (cpu_gemm.cpp's
+  // kGemmChunk): one running fp32 sum over every block of a column grew its rounding error with
+  // the column's block count (session 30: 2.4x torch's error at K = 16384, b = 32).
+  const std::int64_t tile_elems = g_per_tile * panels * panel_elems;
+  const std::int64_t chunk_blocks = std::max<std::int64_t>(1, kDdsChunkK / b);
+  ThreadScratch<Acc> acc_scratch(static_cast<std::size_t>(2 * tile_elems), parallel);
 #if defined(_OPENMP)
 #pragma omp parallel if (parallel)
 #endif
   {
     Acc* const ap = ap_scratch.get();
     Acc* const acc = acc_scratch.get();
+    Acc* const part = acc + tile_elems;
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
     for (std::int64_t t = 0; t < tiles; ++t) {
       const std::int64_t g0 = t * g_per_tile, ng = std::min(g_per_tile, groups - g0);
+      const std::int64_t used = ng * panels * panel_elems;
       gemm_pack_a<T, Acc>(A, p.a.row_stride, p.a.col_stride, m, k, g0 * kGemmMR, ng, ap);
       for (std::int64_t jb = 0; jb < s.n_blocks; ++jb) {
         for (std::int64_t g = 0; g < ng; ++g)
@@ -82,14 +94,23 @@ void dds_cpu_typed(const DdsProblem& p) {
               for (int j = 0; j < NR; ++j)
                 acc[(g * panels + q) * panel_elems + i * NR + j] =
                     bias ? static_cast<Acc>(bias[jb * b + q * NR + j]) : Acc(0);
-        for (std::int32_t e = s.offsets[jb]; e < s.offsets[jb + 1]; ++e) {
-          const std::int64_t v = s.value_index ? s.value_index[e] : e;
-          const Acc* blk = blocks.data() + v * psize;
-          const std::int64_t a_off = std::int64_t(s.indices[e]) * b * kGemmMR;
-          for (std::int64_t g = 0; g < ng; ++g)
-            for (std::int64_t q = 0; q < panels; ++q)
-              gemm_micro_add(ap + g * k * kGemmMR + a_off, blk + q * b * NR, b,
-                             acc + (g * panels + q) * panel_elems);
+        const std::int32_t e0 = s.offsets[jb], e1 = s.offsets[jb + 1];
+        for (std::int32_t c0 = e0; c0 < e1; c0 += static_cast<std::int32_t>(chunk_blocks)) {
+          const std::int32_t c1 = static_cast<std::int32_t>(std::min<std::int64_t>(e1, c0 + chunk_blocks));
+          // A column of one chunk (every column at b ≥ kDdsChunkK) goes straight into the total.
+          Acc* const dst = c0 == e0 && c1 == e1 ? acc : part;
+          if (dst == part) std::fill(part, part + used, Acc(0));
+          for (std::int32_t e = c0; e < c1; ++e) {
+            const std::int64_t v = s.value_index ? s.value_index[e] : e;
+            const Acc* blk = blocks.data() + v * psize;
+            const std::int64_t a_off = std::int64_t(s.indices[e]) * b * kGemmMR;
+            for (std::int64_t g = 0; g < ng; ++g)
+              for (std::int64_t q = 0; q < panels; ++q)
+                gemm_micro_add(ap + g * k * kGemmMR + a_off, blk + q * b * NR, b,
+                               dst + (g * panels + q) * panel_elems);
+          }
+          if (dst == part)
+            for (std::int64_t i = 0; i < used; ++i) acc[i] += part[i];
         }
         for (std::int64_t g = 0; g < ng; ++g) {
           const std::int64_t i0 = (g0 + g) * kGemmMR;
