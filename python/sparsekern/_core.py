@@ -66,6 +66,20 @@ def traced() -> bool:
     return _is_compiling() or _jit_tracing_state() is not None
 
 
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def special(*ts) -> bool:
+    """Whether some tensor among `ts` is a meta tensor or of a type other than Tensor / Parameter
+    (FakeTensor, a __torch_dispatch__ subclass): those go through the custom ops, whose fake
+    implementations (or the subclass's dispatch) handle them. Handed to the native module instead,
+    fake tensors export null pointers, which its overlap checks reported as aliasing."""
+    for t in ts:
+        if t is not None and (type(t) not in _PLAIN_TYPES or t.is_meta) and isinstance(t, torch.Tensor):
+            return True
+    return False
+
+
 def version_of(t: torch.Tensor) -> int:
     """``t._version`` for the caches keyed on a tensor's contents (-1 for an inference tensor, which
     has no version counter: reading it raised on every call of a layer made under
@@ -84,10 +98,30 @@ def check_no_transform(op: str, *tensors) -> None:
         if not isinstance(t, torch.Tensor):
             continue
         if _functorch_wrapped(t) or (_fwad._current_level >= 0 and _fwad.unpack_dual(t).tangent is not None):
-            raise NotImplementedError(
-                f"{op}: forward-mode AD (torch.autograd.forward_ad, torch.func.jvp / jacfwd) and torch.func "
-                "transforms (vmap, grad, jacrev) are not supported by sparsekern's ops; use reverse mode "
-                "(Tensor.backward / torch.autograd.grad) outside torch.func")
+            _refuse(op)
+
+
+_JVP = torch._C._functorch.TransformType.Jvp
+
+
+def refuse_forward_ad(op: str) -> None:
+    """In the custom ops' real implementations: raise while forward-mode AD is on. A compiled or
+    jit-traced graph calls them with the tangents already stripped (torch.compile's backends
+    dropped a dual input's tangent, a traced in-place softmax passed its input's tangent through,
+    torch.func.jvp of a traced call gave zeros: session 31's audit), so unlike check_no_transform
+    this cannot look at the tensors and refuses any call inside a dual level or a jvp."""
+    if _fwad._current_level >= 0:
+        _refuse(op)
+    top = _functorch_stack()
+    if top is not None and top.key() == _JVP:
+        _refuse(op)
+
+
+def _refuse(op: str):
+    raise NotImplementedError(
+        f"{op}: forward-mode AD (torch.autograd.forward_ad, torch.func.jvp / jacfwd) and torch.func "
+        "transforms (vmap, grad, jacrev) are not supported by sparsekern's ops; use reverse mode "
+        "(Tensor.backward / torch.autograd.grad) outside torch.func")
 
 
 def as_dlpack(t):
@@ -98,7 +132,18 @@ def as_dlpack(t):
     return _to_dlpack(t) if isinstance(t, torch.Tensor) else t
 
 
-_to_dlpack = torch.utils.dlpack.to_dlpack
+_raw_to_dlpack = torch.utils.dlpack.to_dlpack
+
+
+def _to_dlpack(t: torch.Tensor):
+    """``torch.utils.dlpack.to_dlpack`` of `t` with its negative bit resolved. A lazily negated
+    view (``torch._neg_view``, the ``.imag`` of a conjugated view) exports its storage without the
+    sign, so the kernels computed with −t: wrong results in every family (session 31's audit).
+    ``resolve_neg()`` copies only where the bit is set; the tensors the ops overwrite refuse it
+    instead (inplace._check_overwritable), since a copy would take the write. ~0.1 µs per tensor."""
+    if t.is_neg():
+        t = t.resolve_neg()
+    return _raw_to_dlpack(t)
 
 
 def stream_of(t: torch.Tensor) -> int:

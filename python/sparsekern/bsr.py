@@ -32,7 +32,7 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
+from ._core import (refuse_forward_ad, special, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
                     as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
                     tile_counter)
 
@@ -863,6 +863,7 @@ def _dds_op(a: torch.Tensor, values: torch.Tensor, block_row_offsets: torch.Tens
             block_col_offsets: torch.Tensor, block_rows_by_col: torch.Tensor,
             blocks_by_col: torch.Tensor, rows: int, cols: int, transpose: bool,
             bias: Optional[torch.Tensor]) -> torch.Tensor:
+    refuse_forward_ad("bsr_dds")
     index = (block_row_offsets, block_col_indices, block_row_indices, block_col_offsets,
              block_rows_by_col, blocks_by_col)
     return _dds_impl(a, values, index, rows, cols, transpose, bias)
@@ -879,6 +880,7 @@ def _dsd_op(values: torch.Tensor, block_row_offsets: torch.Tensor, block_col_ind
             block_row_indices: torch.Tensor, block_col_offsets: torch.Tensor,
             block_rows_by_col: torch.Tensor, blocks_by_col: torch.Tensor, rows: int, cols: int,
             transpose: bool, b: torch.Tensor) -> torch.Tensor:
+    refuse_forward_ad("bsr_dsd")
     index = (block_row_offsets, block_col_indices, block_row_indices, block_col_offsets,
              block_rows_by_col, blocks_by_col)
     return _dsd_impl(values, index, rows, cols, transpose, b)
@@ -896,6 +898,7 @@ def _sdd_op(a: torch.Tensor, b: torch.Tensor, like_values: torch.Tensor,
             block_row_indices: torch.Tensor, block_col_offsets: torch.Tensor,
             block_rows_by_col: torch.Tensor, blocks_by_col: torch.Tensor, rows: int,
             cols: int) -> torch.Tensor:
+    refuse_forward_ad("bsr_sdd")
     index = (block_row_offsets, block_col_indices, block_row_indices, block_col_offsets,
              block_rows_by_col, blocks_by_col)
     return _sdd_impl(a, b, like_values, index, rows, cols)
@@ -1156,7 +1159,7 @@ def _dds_batched(x, values, index, rows, cols, transpose, bias):
         raise ValueError("`x` must have at least 1 dim")
     else:
         a = x.reshape(-1, x.shape[-1])
-    if traced() or a.is_meta or values.is_meta:  # (meta: the op's fake implementation gives the result)
+    if traced() or special(a, values, bias):  # (meta / fake: the op's fake implementation gives the result)
         out = _dds_op(a, values, *index, rows, cols, transpose, bias)
     elif torch.is_grad_enabled() and (a.requires_grad or values.requires_grad
                                       or (isinstance(bias, _Tensor) and bias.requires_grad)):
@@ -1174,7 +1177,7 @@ def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:
     rows, cols = s._storage_shape
     index = s.index_sets()
     values, x = autocast_args(x, s.values, x)  # under torch.autocast: both in its dtype
-    if _needs_graph(values, x):
+    if _needs_graph(values, x) or special(values, x):
         return _dsd_op(values, *index, rows, cols, s.transposed, x)
     return _dsd_impl(values, index, rows, cols, s.transposed, x)
 
@@ -1185,14 +1188,14 @@ def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSp
     _check_matrix("pattern", pattern)
     _check_float("a", a)
     _check_float("b", b)
-    check_no_transform("bsr.sdd", a, b)
+    check_no_transform("bsr.sdd", a, b, pattern.values)
     if pattern.transposed:  # (a·b) on Pᵀ = ((bᵀ·aᵀ) on P)ᵀ
         return sdd(b.t(), a.t(), pattern.t()).t()
     rows, cols = pattern._storage_shape
     index = pattern.index_sets()
     like = pattern.values.detach()
     a, b, like = autocast_args(a, a, b, like)  # under torch.autocast: operands and result in its dtype
-    if _needs_graph(a, b):
+    if _needs_graph(a, b) or special(a, b, like):
         vals = _sdd_op(a, b, like, *index, rows, cols)
     else:
         vals = _sdd_impl(a, b, like, index, rows, cols)

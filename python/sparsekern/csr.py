@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (traced, version_of, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
+from ._core import (refuse_forward_ad, special, traced, version_of, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -534,6 +534,7 @@ def _csr_mm_impl(crow, col, values, rows, cols, b, transpose_a, transpose_out):
 def _csr_mm_op(crow_indices: torch.Tensor, col_indices: torch.Tensor, values: torch.Tensor, rows: int,
                cols: int, b: torch.Tensor, transpose_a: bool, transpose_out: bool) -> torch.Tensor:
     """op(A)·B (or its transpose, contiguous, with transpose_out), A = CSR(crow, col, values)."""
+    refuse_forward_ad("csr_mm")
     return _csr_mm_impl(crow_indices, col_indices, values, rows, cols, b, transpose_a, transpose_out)
 
 
@@ -586,6 +587,7 @@ def _csr_sddmm_impl(crow, col, rows, cols, x, y):
 def _csr_sddmm_op(crow_indices: torch.Tensor, col_indices: torch.Tensor, rows: int, cols: int,
                   x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """values[e] = Σ_b (x_b·y_b)[i, j] for the stored entries e = (i, j) of the pattern."""
+    refuse_forward_ad("csr_sddmm")
     return _csr_sddmm_impl(crow_indices, col_indices, rows, cols, x, y)
 
 
@@ -722,7 +724,9 @@ def _components(a, name: str):
 
 
 def _needs_graph(*tensors) -> bool:
-    return traced() or (
+    """The custom op: when tracing, when autograd needs a graph, or for meta / fake tensors
+    (_core.special), which its fake implementation handles."""
+    return traced() or special(*tensors) or (
         torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+from ._core import (refuse_forward_ad, special, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
                     check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["matmul", "matmul_transb"]
@@ -141,6 +141,7 @@ def _forward(a: torch.Tensor, b: torch.Tensor, transb: bool) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 @torch.library.custom_op("sparsekern::matmul", mutates_args=())
 def _matmul_op(a: torch.Tensor, b: torch.Tensor, transb: bool) -> torch.Tensor:
+    refuse_forward_ad("matmul")
     return _forward(a, b, transb)
 
 
@@ -238,8 +239,8 @@ def _dispatch(a, b, transb: bool):
     check_no_transform("matmul_transb" if transb else "matmul", a, b)
     if isinstance(a, torch.Tensor):  # under torch.autocast: both operands in its dtype, as torch.matmul
         a, b = autocast_args(a, a, b)
-    if traced() or getattr(a, "is_meta", False) or getattr(b, "is_meta", False):
-        return _matmul_op(a, b, transb)  # (meta tensors: the op's fake implementation gives the result)
+    if traced() or special(a, b):
+        return _matmul_op(a, b, transb)  # (meta / fake tensors: the op's fake implementation gives the result)
     if _grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)):
         return _MatmulFunction.apply(a, b, transb)
     return _forward(a, b, transb)

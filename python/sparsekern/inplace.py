@@ -24,7 +24,7 @@ import numbers
 import torch
 
 from . import _C
-from ._core import (jit_tracing, traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
+from ._core import (refuse_forward_ad, special, jit_tracing, traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
                     stream_of)
 from .dense import _allow_reduced_precision, _blas_ready, _get_tf32
 
@@ -51,6 +51,15 @@ def _grad_needed(*ts) -> bool:
 
 def _check_overwritable(name: str, t: torch.Tensor) -> None:
     """`t` is about to be overwritten: refuse layouts where that is unsafe or torch forbids it."""
+    if t.is_neg() or t.is_conj():
+        # The native module sees the storage without the bit, and a resolved copy would take the write.
+        raise ValueError(
+            f"`{name}` is a lazily negated or conjugated view (Tensor.is_neg() / is_conj()); it cannot be "
+            f"overwritten in place: pass `{name}.resolve_neg()` (a copy) and use the result")
+    if t.is_inference() and not torch.is_inference_mode_enabled():
+        raise RuntimeError(
+            f"`{name}` is an inference tensor: an in-place update of it outside torch.inference_mode() is not "
+            "allowed (torch's rule for its own in-place ops)")
     if torch.is_grad_enabled() and t.requires_grad:
         base = t._base if t._is_view() else None
         if t.is_leaf or (base is not None and base.is_leaf and base.requires_grad):
@@ -243,6 +252,7 @@ def _square_matmul_impl(x, w, transpose_w, bias, workspace=None) -> None:
 # --------------------------------------------------------------------------------------------
 @torch.library.custom_op("sparsekern::inplace_softmax", mutates_args=("x",))
 def _softmax_op(x: torch.Tensor, dim: int) -> None:
+    refuse_forward_ad("inplace_softmax")
     _softmax_impl(x, _check_softmax(x, dim))
 
 
@@ -253,6 +263,7 @@ def _(x, dim):
 
 @torch.library.custom_op("sparsekern::inplace_softmax_backward", mutates_args=("grad",))
 def _softmax_backward_op(grad: torch.Tensor, y: torch.Tensor, dim: int) -> None:
+    refuse_forward_ad("inplace_softmax_backward")
     _softmax_backward_impl(grad, y, _check_softmax_backward(grad, y, dim))
 
 
@@ -264,6 +275,7 @@ def _(grad, y, dim):
 @torch.library.custom_op("sparsekern::inplace_layer_norm", mutates_args=("x",))
 def _layer_norm_op(x: torch.Tensor, normalized_shape: list[int], weight: torch.Tensor | None,
                    bias: torch.Tensor | None, eps: float) -> None:
+    refuse_forward_ad("inplace_layer_norm")
     k, weight, bias = _check_norm(x, normalized_shape, weight, bias, eps)
     _layer_norm_impl(x, k, weight, bias, eps)
 
@@ -275,6 +287,7 @@ def _(x, normalized_shape, weight, bias, eps):
 
 @torch.library.custom_op("sparsekern::inplace_rms_norm", mutates_args=("x",))
 def _rms_norm_op(x: torch.Tensor, normalized_shape: list[int], weight: torch.Tensor | None, eps: float) -> None:
+    refuse_forward_ad("inplace_rms_norm")
     k, weight, _ = _check_norm(x, normalized_shape, weight, None, eps)
     _rms_norm_impl(x, k, weight, eps)
 
@@ -287,6 +300,7 @@ def _(x, normalized_shape, weight, eps):
 @torch.library.custom_op("sparsekern::square_matmul", mutates_args=("x", "workspace"))
 def _square_matmul_op(x: torch.Tensor, w: torch.Tensor, transpose_w: bool, bias: torch.Tensor | None,
                       workspace: torch.Tensor | None) -> None:
+    refuse_forward_ad("square_matmul")
     _check_square(x, w, bias, workspace)
     _square_matmul_impl(x, w, transpose_w, bias, workspace)
 
@@ -343,7 +357,7 @@ class _InplaceSquareMatmul(torch.autograd.Function):
 def _use_op(t=None) -> bool:
     """Go through the dispatcher only when tracing needs it (or for meta tensors, which its fake
     implementation handles); else call the library directly."""
-    return traced() or (isinstance(t, torch.Tensor) and t.is_meta)
+    return traced() or special(t)
 
 
 def _masked_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -462,7 +476,7 @@ def inplace_rms_norm(x: torch.Tensor, normalized_shape, weight: torch.Tensor | N
 
 
 def _square_matmul(x, w, transpose_w, bias, workspace, op_name):
-    check_no_transform(op_name, x, w, bias)
+    check_no_transform(op_name, x, w, bias, workspace)
     if isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor):
         _inference_only(op_name, "torch.matmul / torch.nn.functional.linear", ("w", w), ("bias", bias))
         if _grad_needed(x) or _recorded_functionally():

@@ -85,7 +85,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+from ._core import (refuse_forward_ad, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
                     check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
@@ -441,6 +441,7 @@ def _backward_steps(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torc
 # --------------------------------------------------------------------------------------------
 @torch.library.custom_op("sparsekern::kron_matmul", mutates_args=())
 def _kron_op(x: torch.Tensor, factors: list[torch.Tensor]) -> torch.Tensor:
+    refuse_forward_ad("kron_matmul")
     return _forward(x, factors)
 
 

@@ -84,7 +84,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import (traced, version_of, _capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
+from ._core import (refuse_forward_ad, traced, version_of, _capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
                     dtype_name, outside_graph_pools, stream_of)
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]
@@ -868,6 +868,7 @@ def _semi_linear_impl(x, weight, mask, bias, strided_ok=False):
 def _semi_linear_op(x: torch.Tensor, weight: torch.Tensor, mask: torch.Tensor,
                     bias: Optional[torch.Tensor]) -> torch.Tensor:
     """x·(weight∘mask)ᵀ + bias with a 2:4 mask (cuSPARSELt on CUDA, dense on the CPU)."""
+    refuse_forward_ad("semi_linear")
     return _semi_linear_impl(x, weight, mask, bias)
 
 
