@@ -7,8 +7,18 @@
 # way, so one wheel runs against the toolkit's copy or the pip wheel's copy.
 #
 # Defines: sparsekern_cublas, sparsekern_cusparse (INTERFACE targets), SPARSEKERN_CUDA_LIB_DIRS.
+# A library not found is an error with SPARSEKERN_CUDA=ON; with AUTO it is appended to
+# SPARSEKERN_CUDA_MISSING and the top-level CMakeLists builds the CPU-only library instead (an sdist
+# installed on a machine that has nvcc but not these wheels).
 
-find_package(CUDAToolkit REQUIRED)
+if(SPARSEKERN_CUDA STREQUAL "ON")
+  find_package(CUDAToolkit REQUIRED)
+else()
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND)
+    list(APPEND SPARSEKERN_CUDA_MISSING "the CUDA toolkit's runtime")
+  endif()
+endif()
 
 set(SPARSEKERN_CUDA_LIB_DIRS "")
 set(_sk_wheel_roots "")
@@ -35,13 +45,23 @@ function(_sk_find_cuda_lib target toolkit_target libname header)
     endif()
   endif()
   find_path(_sk_inc_${libname} ${header} PATHS ${_sk_wheel_roots} PATH_SUFFIXES include NO_DEFAULT_PATH)
-  file(GLOB _sk_libs LIST_DIRECTORIES false "${_sk_inc_${libname}}/../lib/lib${libname}.so*")
-  list(SORT _sk_libs)
-  list(GET _sk_libs 0 _sk_lib)  # shortest name: libX.so or libX.so.N
-  if(NOT _sk_inc_${libname} OR NOT _sk_lib)
-    message(FATAL_ERROR "sparsekern: ${libname} not found in the CUDA toolkit nor in NVIDIA's Python "
-                        "wheels (pip install nvidia-cublas nvidia-cusparse), or pass "
-                        "-DSPARSEKERN_NVIDIA_WHEEL_ROOT=<site-packages>/nvidia/cu13")
+  set(_sk_lib "")
+  if(_sk_inc_${libname})
+    file(GLOB _sk_libs LIST_DIRECTORIES false "${_sk_inc_${libname}}/../lib/lib${libname}.so*")
+    if(_sk_libs)
+      list(SORT _sk_libs)
+      list(GET _sk_libs 0 _sk_lib)  # shortest name: libX.so or libX.so.N
+    endif()
+  endif()
+  if(NOT _sk_lib)
+    set(_msg "sparsekern: ${libname} not found in the CUDA toolkit nor in NVIDIA's Python wheels "
+             "(pip install nvidia-cublas nvidia-cusparse), or pass "
+             "-DSPARSEKERN_NVIDIA_WHEEL_ROOT=<site-packages>/nvidia/cu13")
+    if(SPARSEKERN_CUDA STREQUAL "ON")
+      message(FATAL_ERROR ${_msg})
+    endif()
+    set(SPARSEKERN_CUDA_MISSING ${SPARSEKERN_CUDA_MISSING} "${libname}" PARENT_SCOPE)
+    return()
   endif()
   cmake_path(NORMAL_PATH _sk_lib)
   get_filename_component(_dir "${_sk_lib}" DIRECTORY)

@@ -20,6 +20,10 @@ if(NOT SPARSEKERN_CUTLASS_DIR)
   endif()
 endif()
 if(NOT EXISTS "${SPARSEKERN_CUTLASS_DIR}/cutlass/cutlass.h")
+  if(NOT SPARSEKERN_CUDA STREQUAL "ON")  # AUTO: the top level falls back to the CPU-only library
+    list(APPEND SPARSEKERN_CUDA_MISSING "CUTLASS ${SPARSEKERN_CUTLASS_VERSION} headers")
+    return()
+  endif()
   message(FATAL_ERROR "sparsekern: CUTLASS ${SPARSEKERN_CUTLASS_VERSION} headers not found. Run "
                       "'pip install --no-deps nvidia-cutlass==4.2.0.0' in the build's Python, or pass "
                       "-DSPARSEKERN_CUTLASS_DIR=<dir with cutlass/cutlass.h>.")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # C++ check: configure libsparsekern with its ctest suite, build, run ctest (C++ tests of the CPU
-# API + the installed-package consumer). .ci/run calls it twice:
+# API + the installed-package consumer). .ci/run calls it once, CPU-only (its pip install of the
+# package compiles the CUDA sources):
 #   SPARSEKERN_CUDA=OFF tools/cxx_check.sh    CPU-only library
 #   SPARSEKERN_CUDA=ON  tools/cxx_check.sh    compiles the CUDA sources too (no GPU needed: the
 #                                             tests exercise the CPU path of a CUDA-enabled build)
