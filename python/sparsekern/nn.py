@@ -19,13 +19,14 @@ import math
 import numbers
 import re
 import warnings
+import weakref
 from typing import Optional
 
 import torch
 from torch import nn
 
 from . import bsr as _bsr
-from ._core import traced
+from ._core import traced, version_of
 
 __all__ = ["BlockSparseLinear", "BlockSparseModelPatcher", "prune_and_regrow_model"]
 
@@ -94,29 +95,58 @@ class BlockSparseLinear(nn.Module):
                     old.copy_(t)
             else:
                 self.register_buffer(name, t, persistent=False)
-        self.__dict__["_index_ids"] = tuple(id(self._buffers[n]) for n in _bsr._INDEX_NAMES)
+        self._record_index(tuple(self._buffers[n] for n in _bsr._INDEX_NAMES))
+
+    def _record_index(self, index: tuple) -> None:
+        """Remembers which tensors (and which versions of the two stored sets) the derived sets
+        belong to: ids for the fast test, weak references since CPython gives a new tensor the id
+        of a freed one, version counters for an in-place change of the stored sets."""
+        self.__dict__["_index_ids"] = tuple(map(id, index))
+        self.__dict__["_index_refs"] = (weakref.ref(index[0]), weakref.ref(index[1]))
+        self.__dict__["_index_versions"] = (version_of(index[0]), version_of(index[1]))
 
     def _call_index(self, index: tuple) -> tuple:
         """The six index sets of a call. Where the two stored sets are other tensors than the ones
         the four derived sets were made from, while the derived ones are not (a
         ``torch.func.functional_call`` with another layer's ``state_dict``, an assignment to
         ``block_col_indices``), the derived sets are made from the stored ones for this call:
-        the stale ones gave silently wrong gradients. Where all six changed together (``.to()``,
-        a copy), they are taken as they are."""
+        the stale ones gave silently wrong gradients. Where the stored sets were changed in place
+        (``block_col_indices.copy_(...)``), the layer's derived sets are made again. Where all six
+        changed together (``.to()``, a copy), they are taken as they are."""
         ids = tuple(map(id, index))
         seen = self.__dict__.get("_index_ids")
         if ids == seen:
-            return index
-        if seen is not None and ids[:2] != seen[:2] and ids[2:] == seen[2:]:
-            if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
-                       and t.device == index[2].device for t in index[:2]):
+            refs = self.__dict__["_index_refs"]
+            if refs[0]() is index[0] and refs[1]() is index[1]:
+                if (version_of(index[0]), version_of(index[1])) == self.__dict__["_index_versions"]:
+                    return index
+                # The recorded stored sets, changed in place: derive again (into the layer's own
+                # derived sets where these are the layer's, else for this call).
+                self._check_stored(index)
+                b = self._buffers
+                if index[0] is b.get("block_row_offsets") and index[1] is b.get("block_col_indices"):
+                    self._register_derived()
+                    return tuple(b[n] for n in _bsr._INDEX_NAMES)
+                rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
+                return index[:2] + tuple(_bsr._derive_index_sets(index[0], index[1], rb, cb))
+            # Same ids, other tensors: a new stored set took a freed one's id.
+        if seen is not None and (ids[:2] != seen[:2] or ids == seen) and ids[2:] == seen[2:]:
+            if not self._check_stored(index):
                 return index  # the op's checks refuse it, naming the set
             rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
-            _bsr._validate_index_sets(int(index[1].numel()), self.out_features, self.in_features, self.block_size,
-                                      {"block_row_offsets": index[0], "block_col_indices": index[1]})
             return index[:2] + tuple(_bsr._derive_index_sets(index[0], index[1], rb, cb))
-        self.__dict__["_index_ids"] = ids
+        self._record_index(index)
         return index
+
+    def _check_stored(self, index: tuple) -> bool:
+        """Validates the two stored sets of `index` (raising on a bad pattern); False where they are
+        not int32 vectors on the derived sets' device, which the op's own checks refuse by name."""
+        if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
+                   and t.device == index[2].device for t in index[:2]):
+            return False
+        _bsr._validate_index_sets(int(index[1].numel()), self.out_features, self.in_features, self.block_size,
+                                  {"block_row_offsets": index[0], "block_col_indices": index[1]})
+        return True
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """``nn.Linear``'s initialisation: U(-1/√in, 1/√in) for the blocks and the bias."""

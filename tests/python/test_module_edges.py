@@ -65,6 +65,61 @@ def test_block_sparse_assigned_pattern_is_used():
     assert rel_error(x.grad, xd.grad) <= 1e-5
 
 
+def _moved_pattern(layer):
+    """block_col_indices of `layer` with one block moved to a free column of its row (same offsets)."""
+    ro, ci = layer.block_row_offsets, layer.block_col_indices.clone()
+    nc = layer.in_features // layer.block_size
+    for r in range(ro.numel() - 1):
+        s, e = int(ro[r]), int(ro[r + 1])
+        free = sorted(set(range(nc)) - set(ci[s:e].tolist()))
+        if e > s and free:
+            row = ci[s:e].tolist()
+            row[-1] = free[-1]
+            ci[s:e] = torch.tensor(sorted(row), dtype=ci.dtype)
+            return ci
+    raise AssertionError("no block to move")
+
+
+def _check_layer_against_dense(layer):
+    x = torch.randn(6, layer.in_features, requires_grad=True)
+    y = layer(x)
+    y.square().sum().backward()
+    xd = x.detach().double().requires_grad_()
+    ref = _bsl_ref(layer, xd)
+    ref.square().sum().backward()
+    assert rel_error(y, ref) <= 1e-5
+    assert rel_error(x.grad, xd.grad) <= 1e-5
+
+
+def test_block_sparse_pattern_changed_in_place():
+    """block_col_indices.copy_(other pattern): its id did not change, so the derived sets of the old
+    pattern were used (on the CPU an error about `blocks_by_col`, on CUDA unchecked)."""
+    torch.manual_seed(2)
+    layer = sk.BlockSparseLinear(64, 64, density=0.5, block_size=16)
+    _check_layer_against_dense(layer)
+    with torch.no_grad():
+        layer.block_col_indices.copy_(_moved_pattern(layer))
+    _check_layer_against_dense(layer)
+    _check_layer_against_dense(layer)  # derived once into the layer's sets, used again
+
+
+def test_block_sparse_new_pattern_with_a_reused_id():
+    """A new block_col_indices tensor that took the id of the freed one it replaced (CPython reuses
+    addresses) passed for the old tensor."""
+    torch.manual_seed(3)
+    layer = sk.BlockSparseLinear(64, 64, density=0.5, block_size=16)
+    _check_layer_against_dense(layer)
+    new = _moved_pattern(layer)
+    old_id = id(layer.block_col_indices)
+    layer.block_col_indices = torch.zeros(1, dtype=torch.int32)  # frees the original
+    for _ in range(20):  # a clone usually lands at the freed address; keep the one that does
+        t = new.clone()
+        if id(t) == old_id:
+            break
+    layer.block_col_indices = t
+    _check_layer_against_dense(layer)
+
+
 def test_layers_made_under_inference_mode():
     """Inference tensors have no version counter: a SparseLinear made (or loaded) under
     torch.inference_mode() raised on every call, inside or outside it."""
