@@ -143,6 +143,38 @@ def _autotune_enabled() -> bool:
     return os.environ.get("SPARSEKERN_CSR_AUTOTUNE", "1") not in ("0", "false", "False", "")
 
 
+class _PlanCache(collections.OrderedDict):
+    """A pattern's plans by problem (op, dtype, shapes, strides, stream), least recently used first,
+    at most _MAX_PLANS of them: one per batch size had no bound (a layer fed 8000 batch sizes kept
+    24,000 plans). A plan that a CUDA-graph capture used stays (pinned): the graph reads its
+    workspace."""
+
+    __slots__ = ("pinned",)
+
+    def __init__(self):
+        super().__init__()
+        self.pinned: set = set()
+
+    def lookup(self, key):
+        entry = self.get(key)
+        if entry is not None:
+            self.move_to_end(key)
+            if _capturing():
+                self.pinned.add(key)
+        return entry
+
+    def put(self, key, entry) -> None:
+        self[key] = entry
+        if _capturing():
+            self.pinned.add(key)
+        if len(self) > _MAX_PLANS:
+            for k in [k for k in self if k not in self.pinned][:len(self) - _MAX_PLANS]:
+                del self[k]
+
+
+_MAX_PLANS = 64
+
+
 class _Pattern:
     """A validated sparsity pattern: the int32 copies cuSPARSE gets, the transposed pattern and the
     plans made for it. It holds no reference to the index tensors it was made from (the cache entry
@@ -152,7 +184,7 @@ class _Pattern:
 
     def __init__(self, rows, cols):
         self.rows, self.cols = rows, cols
-        self.plans: dict = {}
+        self.plans = _PlanCache()
         self._device_indices = None
         self._transposed = None
         # {id(cached tuple): (raw stream, event, streams seen)}: where each cached tuple was made
@@ -415,7 +447,7 @@ def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool, *, trus
         return (as_dlpack(ci), as_dlpack(cj), as_dlpack(values), rows, cols, as_dlpack(b), as_dlpack(out),
                 transpose_a)
 
-    entry = pattern.plans.get(key)
+    entry = pattern.plans.lookup(key)
     if entry is None and values.device.type == "cuda" and _capturing():
         # A capture on a stream without a plan of its own (plans are per stream for their
         # workspaces; torch.cuda.graph warms up on one stream and captures on another): the
@@ -427,7 +459,7 @@ def _spmm_into(crow, col, values, rows, cols, b, out, transpose_a: bool, *, trus
         return
     if entry is None:
         entry = _make_spmm_plan(args, values.device, stream)
-        pattern.plans[key] = entry
+        pattern.plans.put(key, entry)
     else:
         _stats["plan_cache_hits"] += 1
     plan, ws = entry
@@ -478,7 +510,7 @@ def _sddmm_into(crow, col, rows, cols, x, y, out_values) -> None:
     ci, cj = pattern.indices(crow, col)
     stream = stream_of(out_values)
     key = ("sddmm", out_values.dtype, tuple(x.shape), x.stride(), tuple(y.shape), y.stride(), stream)
-    entry = pattern.plans.get(key)
+    entry = pattern.plans.lookup(key)
     if entry is None:
         try:
             plan = _C.CsrSddmmPlan(as_dlpack(ci), as_dlpack(cj), rows, cols, as_dlpack(x), as_dlpack(y),
@@ -497,7 +529,7 @@ def _sddmm_into(crow, col, rows, cols, x, y, out_values) -> None:
             else:
                 raise
         if not _capturing():  # a capture's workspace is in the graph's pool: kept by no cache
-            pattern.plans[key] = entry
+            pattern.plans.put(key, entry)
     else:
         _stats["plan_cache_hits"] += 1
     plan, ws = entry

@@ -531,3 +531,22 @@ def test_pattern_cache_sees_in_place_index_changes():
         m.col_indices[1] = 0  # now a repeated column: the structure check names it
     with pytest.raises(ValueError, match="col_indices"):
         sk.csr_matmul(m, b)
+
+
+def test_plan_cache_is_bounded_per_pattern():
+    """One plan per (pattern, batch size, strides) had no bound: a layer fed many batch sizes kept
+    them all (8000 sizes: 24,000 plans). The least recently used ones go past _MAX_PLANS; results
+    stay right, the evicted problems just plan again."""
+    torch.manual_seed(11)
+    layer = sk.SparseLinear(32, 16, density=0.5)
+    w = layer.weight.to_dense().detach().double()
+    limit = skcsr._MAX_PLANS
+    for n in range(1, limit + 40):
+        x = torch.randn(n, 32, requires_grad=True)
+        layer(x).sum().backward()
+    sizes = [len(p.plans) for _, p in skcsr._patterns.values()]
+    assert sizes and max(sizes) <= limit
+    for n in (1, limit + 39, 7):  # evicted and kept problems alike
+        x = torch.randn(n, 32, dtype=torch.float32)
+        ref = x.double() @ w.T + layer.bias.detach().double()
+        assert (layer(x).double() - ref).abs().max() < 1e-4
