@@ -111,6 +111,7 @@ void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int6
   p.transpose_s = transpose;
   p.fp32_math = math(allow_tf32);
   p.workspace = Workspace{reinterpret_cast<void*>(workspace), workspace_bytes};
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   bsr::dds(p, as_stream(stream));
 }
 
@@ -133,6 +134,7 @@ void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int6
   p.c = MutableMatrixView{const_cast<void*>(c.data), c.rows, c.cols, c.row_stride, c.col_stride, 0};
   p.transpose_s = transpose;
   p.fp32_math = math(allow_tf32);
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   bsr::dsd(p, as_stream(stream));
 }
 
@@ -166,6 +168,7 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
     p.a_row_sums = r.data();
     p.row_sums_workspace = Workspace{reinterpret_cast<void*>(row_sums_workspace), row_sums_workspace_bytes};
   }
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   bsr::sdd(p, as_stream(stream));
 }
 

@@ -70,6 +70,13 @@ inline void check_no_overlap(const AnyArray& out, const char* out_name, const An
     throw InvalidArgument(std::string("`") + out_name + "` must not share memory with `" + in_name + "`");
 }
 
+/// The GIL: every op binding drops it (nb::gil_scoped_release) around the library call, after the
+/// arguments are converted and before any Python object is touched again, so that other Python
+/// threads run during a long CPU kernel (they stalled for the whole op before: an 86 ms CPU matmul
+/// held up a 1 ms heartbeat thread for 86 ms). The library is thread-safe (handles per thread,
+/// mutexes around its caches); arrays and Python objects live in the binding's scope, released after
+/// the GIL is back. The plan objects (csr, semi) keep the GIL: their descriptors are per object.
+
 /// Arrays converted from optional (nb::object) arguments, kept for the duration of a call. A
 /// DLPack capsule hands its tensor to the nb::ndarray made from it, and a capsule passed inline
 /// (`f(t.__dlpack__())`, a CuPy or JAX array's capsule) may be that tensor's only owner: the

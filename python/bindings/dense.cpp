@@ -48,6 +48,7 @@ void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha,
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
   p.allow_reduced_precision_reduction = allow_reduced_precision;
   p.workspace = Workspace{reinterpret_cast<void*>(workspace_ptr), workspace_bytes};
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   dense::gemm(p, as_stream(stream));
 }
 
@@ -65,6 +66,7 @@ void transpose(const AnyArray& in, const AnyArray& out, std::uintptr_t stream) {
                           std::to_string(out.ndim()) + "-D");
   p.in = matrix_of(in, "in").view;
   p.out = mutable_view(matrix_of(out, "out"));
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   dense::transpose(p, as_stream(stream));
 }
 

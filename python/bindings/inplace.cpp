@@ -168,10 +168,12 @@ void softmax(const AnyArray& x, std::int64_t dim, std::uintptr_t stream) {
   check_no_internal_overlap(x, "x");
   if (x.ndim() == 0) {  // a scalar is a row of one element
     p.x.data = x.data(), p.x.cols = 1;
+    nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
     return inplace::softmax(p, as_stream(stream));
   }
   const std::size_t d = checked_dim(x, dim, "x");
   const std::int64_t cs[2] = {x.shape(d) > 1 ? x.stride(d) : 1, 0};
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   for_each_rows(x, nullptr, p.dtype, d, 1, std::int64_t(x.shape(d)), cs,
                 [&](const inplace::RowsView& v, const inplace::RowsView&) {
                   p.x = v;
@@ -200,6 +202,7 @@ void softmax_backward(const AnyArray& grad, const AnyArray& y, std::int64_t dim,
   const std::size_t d = checked_dim(grad, dim, "grad");
   const bool unit = grad.shape(d) <= 1;
   const std::int64_t cs[2] = {unit ? 1 : grad.stride(d), unit ? 1 : y.stride(d)};
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   for_each_rows(grad, &y, p.dtype, d, 1, std::int64_t(grad.shape(d)), cs,
                 [&](const inplace::RowsView& g, const inplace::RowsView& yv) {
                   p.grad = g;
@@ -234,6 +237,7 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
   p.weight = vector_of(weight, "weight", cols, p.dtype, p.device, held, x);
   p.bias = vector_of(bias, "bias", cols, p.dtype, p.device, held, x);
   const std::int64_t cs[2] = {1, 0};
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   for_each_rows(x, nullptr, p.dtype, first, std::size_t(normalized_ndim), cols, cs,
                 [&](const inplace::RowsView& v, const inplace::RowsView&) {
                   p.x = v;
@@ -284,6 +288,7 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
   bool empty = false;
   const std::vector<Dim> dims = row_dims(x, nullptr, last, 1, empty);
   if (empty) return;
+  nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
   for_each_slice(dims, 1, [&](const std::int64_t* off, const Dim* g, std::size_t k) {
     p.x = MutableMatrixView{advance(x.data(), off[0], p.dtype), k ? g[0].size : 1, n, k ? g[0].stride[0] : n, 1, 0};
     inplace::square_matmul(p, as_stream(stream));

@@ -135,7 +135,10 @@ void register_kron(nb::module_& m) {
         }
         const Allocation ws = allocate(alloc, kron::matmul_workspace_size(p));
         p.workspace = ws.ws;
-        kron::matmul(p, as_stream(stream));
+        {
+          nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
+          kron::matmul(p, as_stream(stream));
+        }
         return saved.owner.is_valid() ? saved.owner : nb::none();
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("out"), nb::arg("alloc") = nb::none(),
@@ -168,7 +171,10 @@ void register_kron(nb::module_& m) {
         p.saved_states = raw_workspace(saved_ptr, saved_bytes);
         const Allocation ws = allocate(alloc, kron::matmul_backward_workspace_size(p));
         p.workspace = ws.ws;
-        kron::matmul_backward(p, as_stream(stream));
+        {
+          nb::gil_scoped_release nogil;  // the kernels touch no Python object (see common.h)
+          kron::matmul_backward(p, as_stream(stream));
+        }
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("grad_y"), nb::arg("grad_x").none(), nb::arg("grad_factors"),
       nb::arg("alloc") = nb::none(), nb::arg("blas_workspace_ptr") = 0, nb::arg("blas_workspace_bytes") = 0,

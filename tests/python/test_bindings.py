@@ -6,9 +6,12 @@ Each case here crashed, wrote outside its output or returned a wrong result befo
 by calling every native op with unusual arrays in subprocesses)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
+import sparsekern as sk
 from sparsekern import _C
 from sparsekern._core import as_dlpack as d
 from sparsekern.testing import rel_error
@@ -217,3 +220,49 @@ def test_in_place_ops_take_permuted_and_sliced_views():
         ref = x.double() @ w.double()
         _C.square_matmul(d(x), d(w), False, None, False, True, d(torch.empty(256, dtype=torch.uint8)))
         assert rel_error(x, ref) <= 1e-5
+
+
+@pytest.mark.parametrize("family", ["matmul", "bsr.dds", "kron_matmul", "inplace_softmax"])
+def test_long_cpu_ops_let_other_python_threads_run(family):
+    """The bindings held the GIL for the whole native call: another Python thread stalled for all of
+    a long CPU kernel (86 ms for a matmul). Counts the main thread's loop turns while a worker
+    thread is inside the op: with the GIL held there the count stays at about one."""
+    import threading
+
+    torch.manual_seed(0)
+    d = torch.float64
+    if family == "matmul":
+        a, b = torch.randn(700, 700, dtype=d), torch.randn(700, 700, dtype=d)
+        op = lambda: sk.matmul(a, b)  # noqa: E731
+    elif family == "bsr.dds":
+        s = sk.BlockSparseMatrix.random((1024, 1024), 32, 1.0, dtype=d)
+        x = torch.randn(600, 1024, dtype=d)
+        op = lambda: sk.bsr.dds(x, s)  # noqa: E731
+    elif family == "kron_matmul":
+        x = torch.randn(3000, 4096, dtype=d)
+        fs = [torch.randn(64, 64, dtype=d), torch.randn(64, 64, dtype=d)]
+        op = lambda: sk.kron_matmul(x, fs)  # noqa: E731
+    else:
+        x = torch.randn(4000, 4096, dtype=d)
+        op = lambda: sk.inplace_softmax(x)  # noqa: E731
+    op()  # first-call setup outside the measured window
+    inside = threading.Event()
+    done = threading.Event()
+
+    def worker():
+        for _ in range(3):
+            inside.set()
+            op()
+        inside.clear()
+        done.set()
+
+    th = threading.Thread(target=worker)
+    turns = 0
+    th.start()
+    inside.wait()
+    while not done.is_set():
+        if inside.is_set():
+            turns += 1
+        time.sleep(0.0005)
+    th.join()
+    assert turns >= 10, turns
