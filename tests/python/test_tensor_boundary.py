@@ -168,7 +168,15 @@ def test_forward_ad_through_compiled_and_traced_ops_is_refused():
         with fwAD.dual_level():
             return fwAD.unpack_dual(cs(fwAD.make_dual(a, ta))).tangent
 
-    _refused(compiled_softmax)
+    # Refused, or (torch 2.11, whose tracing takes the softmax's functional path) the right tangent.
+    try:
+        t = compiled_softmax()
+    except (NotImplementedError, RuntimeError) as e:
+        assert "forward-mode AD" in str(e)
+    else:
+        y = torch.softmax(a, -1)
+        assert t is not None
+        _close(t, y * (ta - (ta * y).sum(-1, keepdim=True)))
     tf = torch.jit.trace(sk.matmul, (a, b))
     _refused(lambda: torch.func.jvp(lambda z: tf(z, b), (a,), (ta,)))
     # Outside forward mode the compiled and traced calls still run.
