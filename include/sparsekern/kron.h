@@ -43,6 +43,7 @@
 #include <sparsekern/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace sparsekern::kron {
@@ -152,6 +153,14 @@ std::string forward_kernel();
 /// more blocks fit per SM.
 void set_backward_kernel(const std::string& name);
 std::string backward_kernel();
+
+/// A number that every set_forward_kernel / set_backward_kernel call changes. matmul_backward
+/// plans again with the selection current when it runs, and the layout of the states a forward
+/// kept (MatmulParams::saved_states) follows the forward's plan: where the selection changed in
+/// between, that buffer holds other states than the backward reads (wrong ∂ℓ/∂F, no error). So a
+/// caller keeping states records selection_epoch() at the forward and passes them to the backward
+/// only if it is unchanged (else passes none: the backward recomputes them), as the Python layer does.
+std::uint64_t selection_epoch();
 
 /// One line per kernel of the execution plan matmul() (or, with `backward`, matmul_backward())
 /// would run for these shapes on this device: fused groups with their tiles, cuBLAS steps. For

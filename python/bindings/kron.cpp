@@ -205,6 +205,9 @@ void register_kron(nb::module_& m) {
       nb::arg("name"),
       "choose the fused fp32 backward kernel for the process: \"auto\", \"old\", \"new\", \"small\" (the "
       "small-factor backward, opt-in), or \"\" to read SPARSEKERN_KRON_BWD_KERNEL again (A/B measurements and tests)");
+  m.def("kron_selection_epoch", []() { return kron::selection_epoch(); },
+        "Changes with every kron_set_forward_kernel / kron_set_backward_kernel: states a forward kept "
+        "are handed to the backward only while it is unchanged (see sparsekern/kron.h).");
   m.def("kron_backward_kernel", []() { return kron::backward_kernel(); },
         "the fused fp32 backward kernel in use: \"auto\", \"old\", \"new\" or \"small\" (plus plan overrides)");
   m.def("kron_forward_kernel", []() { return kron::forward_kernel(); },

@@ -203,8 +203,8 @@ def _native_args(t: torch.Tensor) -> tuple:
 def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor], save: bool = False):
     """y = x · (F1 ⊗ … ⊗ Fn). With `save`, returns (y, saved): `saved` is the buffer in which the
     native op kept the intermediate states between its kernels for `_backward` (a tuple (pointer,
-    bytes, owning tensor)), or None when the plan has none to keep (one kernel group, or a
-    backward that groups the factors differently)."""
+    bytes, owning tensor, kron_selection_epoch() before the forward)), or None when the plan has
+    none to keep (one kernel group, or a backward that groups the factors differently)."""
     P, Q = _check_args(x, factors)
     if x.dim() == 2 and x.is_contiguous() and x.shape[0] > 0:
         x2 = x  # the common case, without reshape's dispatch
@@ -214,8 +214,11 @@ def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor], save: bool = Fals
     saved = None
     if x2.shape[0] > 0:
         na = _native_args(x)
+        epoch = _C.kron_selection_epoch() if save else 0
         saved = _C.kron_matmul(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(out),
                                *na, na[0] if save else None)
+        if saved is not None:
+            saved = (*saved, epoch)
     out = out if x.dim() == 2 else out.view(*x.shape[:-1], Q)
     return (out, saved) if save else out
 
@@ -226,6 +229,10 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
     `saved`: what `_forward(x, factors, save=True)` returned as its second value (the backward then
     reads the intermediate states instead of recomputing them)."""
     P, Q = _check_args(x, factors)
+    if saved is not None and saved[3] != _C.kron_selection_epoch():
+        # The kernel selection changed since the forward (kron_set_forward_kernel / _backward_kernel):
+        # the backward's plan may read other states than the forward kept; recompute them.
+        saved = None
     x2 = _rows(x, P)
     g2 = _rows(grad, Q)
     gx = torch.empty_like(x2, memory_format=torch.contiguous_format) if needs[0] else None

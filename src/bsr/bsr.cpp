@@ -16,7 +16,7 @@ namespace {
 using sparsekern::detail::device_name;
 
 /// Which index sets an op reads.
-enum Sets : unsigned { kRowWise = 1, kColWise = 2, kCoords = 4 };
+enum Sets : unsigned { kRowWise = 1, kColWise = 2, kCoords = 4, kNoValues = 8 };
 
 void check_dense(const char* name, const MatrixView& v, std::int64_t rows, std::int64_t cols) {
   SK_EXPECTS(v.rows == rows && v.cols == cols, "`", name, "` must be ", rows, "x", cols,
@@ -62,7 +62,8 @@ void check_sparse(const BlockSparseView& s, unsigned sets, bool host) {
   SK_EXPECTS(s.nnz_blocks >= 0 && s.nnz_blocks <= rb * cb && s.nnz_blocks <= INT_MAX,
              "`nnz_blocks` must be in [0, ", rb * cb, "] for a ", rb, "x", cb,
              " block grid; got ", s.nnz_blocks);
-  SK_EXPECTS(s.values != nullptr || s.nnz_blocks == 0, "`values` is null but nnz_blocks = ",
+  // sdd reads no values (kNoValues): bsr.h says its pattern's `values` is ignored.
+  SK_EXPECTS(s.values != nullptr || s.nnz_blocks == 0 || (sets & kNoValues), "`values` is null but nnz_blocks = ",
              s.nnz_blocks);
   if (sets & kRowWise) {
     SK_EXPECTS(s.block_row_offsets != nullptr, "`block_row_offsets` is required");
@@ -375,7 +376,7 @@ void dsd(const DsdParams& p, Stream stream) {
 void sdd(const SddParams& p, Stream stream) {
   const BlockSparseView& s = p.pattern;
   const bool host = p.device.type == DeviceType::cpu;
-  check_sparse(s, p.a_row_sums != nullptr ? kCoords | kRowWise : kCoords, host);
+  check_sparse(s, (p.a_row_sums != nullptr ? kCoords | kRowWise : kCoords) | kNoValues, host);
   const std::int64_t m = s.rows, n = s.cols, k = p.a.cols;
   SK_EXPECTS(k >= 0, "`a` must have a non-negative column count; got ", k);
   SK_EXPECTS(p.a.rows == m, "`a` must have ", m, " rows (the rows of the pattern); got ", p.a.rows);

@@ -94,6 +94,7 @@
 //                                 backward over the M · p₀ rows (256 × (16⊗16⊗16⊗16) 473 vs 1082,
 //                                 128 × (32⊗32⊗32) 180 vs 303 generic and 237 step-wise)
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -275,6 +276,8 @@ struct FwdSelect {
 
 std::mutex g_select_mutex;
 FwdSelect g_select;
+/// Bumped by every set_forward_kernel / set_backward_kernel (see kron::selection_epoch).
+std::atomic<std::uint64_t> g_select_epoch{1};
 
 /// Parses "old", "new" or "new:tile=T,rows=R,stages=S,threads=N,grid=G" (any subset, any order).
 FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
@@ -1000,6 +1003,7 @@ void set_forward_kernel(const std::string& name) {
       name.empty() ? detail::FwdSelect{} : detail::parse_forward_kernel(name, "the kernel name");
   std::lock_guard<std::mutex> lock(detail::g_select_mutex);
   detail::g_select = sel;  // kernel −1 when empty: the next plan reads the environment again
+  detail::g_select_epoch.fetch_add(1);
 }
 
 void set_backward_kernel(const std::string& name) {
@@ -1007,7 +1011,10 @@ void set_backward_kernel(const std::string& name) {
       name.empty() ? detail::FwdSelect{} : detail::parse_forward_kernel(name, "the kernel name");
   std::lock_guard<std::mutex> lock(detail::g_select_mutex);
   detail::g_bwd_select = sel;
+  detail::g_select_epoch.fetch_add(1);
 }
+
+std::uint64_t selection_epoch() { return detail::g_select_epoch.load(); }
 
 std::string backward_kernel() { return detail::select_name(detail::backward_select()); }
 

@@ -3,6 +3,7 @@
 #include <sparsekern/bsr.h>
 #include <sparsekern/error.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -219,6 +220,30 @@ void test_validation() {
     SK_EXPECT_THROW(InvalidArgument, dds_ws(ws + 2, bsr::kDdsWorkspaceBytes), "`workspace` must be 4-byte aligned");
     dds_ws(ws, bsr::kDdsWorkspaceBytes);
     ++sk_test::checks();
+  }
+  // sdd reads no values: bsr.h says pattern.values is ignored (it was refused when null).
+  {
+    std::vector<std::int32_t> ro{0, 1}, ci{0}, ri{0};
+    std::vector<double> sa(16 * 8), sb(8 * 16), out(256, -1.0);
+    for (std::size_t i = 0; i < sa.size(); ++i) sa[i] = 0.25 * double(i % 7) - 0.5;
+    for (std::size_t i = 0; i < sb.size(); ++i) sb[i] = 0.125 * double(i % 5) - 0.25;
+    bsr::SddParams q;
+    q.dtype = DType::f64;
+    q.pattern.rows = 16, q.pattern.cols = 16, q.pattern.block_size = 16, q.pattern.nnz_blocks = 1;
+    q.pattern.block_row_offsets = ro.data(), q.pattern.block_col_indices = ci.data();
+    q.pattern.block_row_indices = ri.data();
+    q.a = MatrixView{sa.data(), 16, 8, 8, 1, 0};
+    q.b = MatrixView{sb.data(), 8, 16, 16, 1, 0};
+    q.out_values = out.data();
+    bsr::sdd(q, nullptr);
+    double err = 0;
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double ref = 0;
+        for (int t = 0; t < 8; ++t) ref += sa[i * 8 + t] * sb[t * 16 + j];
+        err = std::max(err, std::abs(out[i * 16 + j] - ref));
+      }
+    SK_CHECK(err < 1e-12, "sdd without values: max error ", err);
   }
 #if !SPARSEKERN_TEST_WITH_CUDA
   bsr::DdsParams q;

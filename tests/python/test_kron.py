@@ -1711,3 +1711,46 @@ def test_double_backward(device, batch, shapes):
     want = torch.autograd.grad(gx6.square().sum(), list(layer.factors))
     for a, w in zip(got, want):
         assert rel_error(a, w) <= 1e-10
+
+
+def test_kept_states_survive_a_kernel_selection_change(device, monkeypatch):
+    """The backward plans again with the selection current when it runs, and matmul plans after
+    sizing the kept-states buffer: a selection changed in between (another thread, now that the
+    bindings drop the GIL) left a buffer sized for one plan and written (or not) by another, which
+    the backward read as its own: ∂ℓ/∂F1 off by 7e3 relative (session 31's C++ audit). The Python
+    layer drops kept states when kron_selection_epoch() moved; the backward recomputes them."""
+    from sparsekern import kron as km
+
+    torch.manual_seed(5)
+    x = randn(64, 1024, device=device)
+    fs = [randn(32, 32, device=device) / 6 for _ in range(2)]
+    g = randn(64, 1024, device=device)
+    x6 = x.double().requires_grad_()
+    f6 = [f.double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], g.double())
+    orig = km._allocator
+
+    def flipping(t):  # the first allocation (the kept states, sized under "new") flips the selection
+        inner, calls = orig(t), []
+
+        def alloc(nbytes):
+            if not calls:
+                _C.kron_set_forward_kernel("old")
+            calls.append(nbytes)
+            return inner(nbytes)
+        return alloc
+
+    before = _C.kron_forward_kernel(), _C.kron_backward_kernel()
+    try:
+        _C.kron_set_forward_kernel("new")
+        _C.kron_set_backward_kernel("new")
+        monkeypatch.setattr(km, "_allocator", flipping)
+        _, saved = km._forward(x, fs, save=True)
+        monkeypatch.setattr(km, "_allocator", orig)
+        _C.kron_set_forward_kernel("new")
+        got = km._backward(x, fs, g, [True, True, True], saved)
+        for a, b in zip(got, want):
+            assert rel_error(a, b) <= 1e-5
+    finally:
+        _C.kron_set_forward_kernel(before[0])
+        _C.kron_set_backward_kernel(before[1])
