@@ -32,7 +32,7 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (refuse_forward_ad, special, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
+from ._core import (refuse_forward_ad, special, _raw_to_dlpack, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
                     as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
                     tile_counter)
 
@@ -631,9 +631,9 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
     if not fast:  # e.g. int64 index sets: all cross, for the binding to check (and refuse)
         sets = (_idx(ro), _idx(ci), _idx(co), _idx(rbc), _idx(bbc))
     elif transpose:  # op(S) = Sᵀ reads S row by row: the row-wise set
-        sets = (_to_dlpack(ro), _to_dlpack(ci), None, None, None)
+        sets = (_raw_to_dlpack(ro), _raw_to_dlpack(ci), None, None, None)
     else:  # the column-wise set, and block_col_indices for the CPU cross-check of blocks_by_col
-        sets = (None, _to_dlpack(ci), _to_dlpack(co), _to_dlpack(rbc), _to_dlpack(bbc))
+        sets = (None, _raw_to_dlpack(ci), _raw_to_dlpack(co), _raw_to_dlpack(rbc), _raw_to_dlpack(bbc))
     tf32 = cuda and a.dtype is _FLOAT32 and bool(_get_tf32())
     if cuda:
         device = a.get_device()
@@ -651,7 +651,7 @@ def _dds_impl(a, values, index, rows, cols, transpose, bias, checked=False):
     else:
         stream, ws = 0, (0, 0)
     _C.bsr_dds(_to_dlpack(a), _to_dlpack(values.contiguous()), rows, cols, values.shape[1], *sets,
-               transpose, None if bias is None else _to_dlpack(bias), _to_dlpack(out),
+               transpose, None if bias is None else _to_dlpack(bias), _raw_to_dlpack(out),
                tf32, stream, ws[0], ws[1])
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from ._core import (refuse_forward_ad, special, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+from ._core import (refuse_forward_ad, special, _raw_to_dlpack, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
                     check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["matmul", "matmul_transb"]
@@ -105,7 +105,7 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, transb: bool, tra
         ws_ptr, ws_bytes = ws[0], ws[1]
     else:
         stream = ws_ptr = ws_bytes = 0
-    _C.gemm(_to_dlpack(a), _to_dlpack(b), _to_dlpack(out), 1.0, 0.0, transa, transb,
+    _C.gemm(_to_dlpack(a), _to_dlpack(b), _raw_to_dlpack(out), 1.0, 0.0, transa, transb,
             dtype is torch.float32 and _get_tf32(),
             (dtype is torch.float16 or dtype is torch.bfloat16) and _allow_reduced_precision(dtype),
             ws_ptr, ws_bytes, stream)

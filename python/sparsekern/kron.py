@@ -85,7 +85,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (refuse_forward_ad, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
+from ._core import (refuse_forward_ad, _raw_to_dlpack, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
                     check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
@@ -215,7 +215,7 @@ def _forward(x: torch.Tensor, factors: Sequence[torch.Tensor], save: bool = Fals
     if x2.shape[0] > 0:
         na = _native_args(x)
         epoch = _C.kron_selection_epoch() if save else 0
-        saved = _C.kron_matmul(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(out),
+        saved = _C.kron_matmul(_to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _raw_to_dlpack(out),
                                *na, na[0] if save else None)
         if saved is not None:
             saved = (*saved, epoch)
@@ -241,8 +241,8 @@ def _backward(x: torch.Tensor, factors: Sequence[torch.Tensor], grad: torch.Tens
     if gx is not None or any(g is not None for g in gfs):
         _C.kron_matmul_backward(
             _to_dlpack(x2), [_to_dlpack(_factor_ready(f)) for f in factors], _to_dlpack(g2),
-            _to_dlpack(gx) if gx is not None and gx.numel() > 0 else None,
-            [_to_dlpack(g) if g is not None else None for g in gfs], *_native_args(x),
+            _raw_to_dlpack(gx) if gx is not None and gx.numel() > 0 else None,
+            [_raw_to_dlpack(g) if g is not None else None for g in gfs], *_native_args(x),
             *((saved[0], saved[1]) if saved is not None else (0, 0)))
     return [gx.view(x.shape) if gx is not None else None] + gfs
 

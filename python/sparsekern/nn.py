@@ -118,7 +118,11 @@ class BlockSparseLinear(nn.Module):
         if ids == seen:
             refs = self.__dict__["_index_refs"]
             if refs[0]() is index[0] and refs[1]() is index[1]:
-                if (version_of(index[0]), version_of(index[1])) == self.__dict__["_index_versions"]:
+                try:  # (Tensor._version raises for inference tensors: version_of's -1 there)
+                    versions = (index[0]._version, index[1]._version)
+                except RuntimeError:
+                    versions = (version_of(index[0]), version_of(index[1]))
+                if versions == self.__dict__["_index_versions"]:
                     return index
                 # The recorded stored sets, changed in place: derive again (into the layer's own
                 # derived sets where these are the layer's, else for this call).
