@@ -32,9 +32,9 @@ from typing import Optional
 import torch
 
 from . import _C
-from ._core import (refuse_forward_ad, special, _raw_to_dlpack, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _tile_counters, _to_dlpack,
-                    as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
-                    tile_counter)
+from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _raw_to_dlpack, _tile_counters,
+                    _to_dlpack, as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
+                    tile_counter, refuse_forward_ad, special)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 

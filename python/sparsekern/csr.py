@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (refuse_forward_ad, special, traced, version_of, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
+from ._core import (traced, version_of, refuse_forward_ad, special, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]

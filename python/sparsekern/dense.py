@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from ._core import (refuse_forward_ad, special, _raw_to_dlpack, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
-                    check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
+from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _raw_to_dlpack, _to_dlpack, _workspaces,
+                    autocast_args, refuse_forward_ad, special, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["matmul", "matmul_transb"]
 

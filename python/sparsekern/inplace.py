@@ -24,8 +24,8 @@ import numbers
 import torch
 
 from . import _C
-from ._core import (refuse_forward_ad, special, jit_tracing, traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
-                    stream_of)
+from ._core import (jit_tracing, traced, as_dlpack, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace,
+                    refuse_forward_ad, special, stream_of)
 from .dense import _allow_reduced_precision, _blas_ready, _get_tf32
 
 try:

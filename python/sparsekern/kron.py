@@ -85,8 +85,8 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (refuse_forward_ad, _raw_to_dlpack, traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _to_dlpack, _workspaces, autocast_args,
-                    check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
+from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _raw_stream, _raw_to_dlpack, _to_dlpack, _workspaces,
+                    autocast_args, refuse_forward_ad, special, check_backend, check_no_transform, check_same, check_tensor, cublas_workspace)
 
 __all__ = ["kron_matmul", "KronLinear", "kron_reference", "nearest_kronecker"]
 
@@ -283,7 +283,7 @@ def _natural_backward(x: torch.Tensor, factors: Sequence[torch.Tensor], shapes) 
     graph does not depend on what ran before it."""
     if x.dtype is not torch.float32 or len(shapes) < 3 or x.numel() == 0:
         return False
-    if traced() or type(x) not in _PLAIN or x.is_meta:
+    if traced() or special(x):
         return False
     P = math.prod(p for p, _ in shapes)
     x2 = x.reshape(-1, P)
@@ -526,7 +526,6 @@ class _KronFunction(torch.autograd.Function):
         return tuple(_backward(x, factors, grad, needs, ctx.kron_states))
 
 
-_PLAIN = (torch.Tensor, nn.Parameter)
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -534,7 +533,7 @@ def _dispatch(x, factors):
     """The custom op when tracing (or for fake/meta tensors and other subclasses), the autograd
     Function when a graph is needed in eager mode, else straight to the native call."""
     check_no_transform("kron_matmul", x, *factors)
-    if traced() or type(x) not in _PLAIN or x.is_meta or any(type(f) not in _PLAIN for f in factors):
+    if traced() or special(x, *factors):
         return _kron_op(x, list(factors))
     if _grad_enabled() and (x.requires_grad or any(f.requires_grad for f in factors)):
         return _KronFunction.apply(x, *factors)

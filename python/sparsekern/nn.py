@@ -131,16 +131,19 @@ class BlockSparseLinear(nn.Module):
                 if index[0] is b.get("block_row_offsets") and index[1] is b.get("block_col_indices"):
                     self._register_derived()
                     return tuple(b[n] for n in _bsr._INDEX_NAMES)
-                rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
-                return index[:2] + tuple(_bsr._derive_index_sets(index[0], index[1], rb, cb))
+                return self._derived_for_call(index)
             # Same ids, other tensors: a new stored set took a freed one's id.
         if seen is not None and (ids[:2] != seen[:2] or ids == seen) and ids[2:] == seen[2:]:
             if not self._check_stored(index):
                 return index  # the op's checks refuse it, naming the set
-            rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
-            return index[:2] + tuple(_bsr._derive_index_sets(index[0], index[1], rb, cb))
+            return self._derived_for_call(index)
         self._record_index(index)
         return index
+
+    def _derived_for_call(self, index: tuple) -> tuple:
+        """`index` with its four derived sets made from its two stored ones (not kept)."""
+        rb, cb = self.out_features // self.block_size, self.in_features // self.block_size
+        return index[:2] + tuple(_bsr._derive_index_sets(index[0], index[1], rb, cb))
 
     def _check_stored(self, index: tuple) -> bool:
         """Validates the two stored sets of `index` (raising on a bad pattern); False where they are

@@ -84,7 +84,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _C
-from ._core import (refuse_forward_ad, traced, version_of, _capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
+from ._core import (traced, version_of, refuse_forward_ad, _capturing, as_dlpack, autocast_cast, autocast_dtype, check_backend, check_no_transform, check_tensor,
                     dtype_name, outside_graph_pools, stream_of)
 
 __all__ = ["prune_2to4", "SemiStructuredLinear", "semi_plan_stats"]

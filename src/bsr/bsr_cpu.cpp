@@ -27,12 +27,10 @@ using sparsekern::detail::gemm_pack_a;
 using sparsekern::detail::gemm_pack_b;
 using sparsekern::detail::gemm_packed_b_size;
 using sparsekern::detail::gemm_tile_groups;
+using sparsekern::detail::kGemmChunk;
 using sparsekern::detail::kGemmMR;
 using sparsekern::detail::kGemmNR;
 using sparsekern::detail::ThreadScratch;
-
-/// The k (in elements) that dds_cpu_typed sums per fresh chunk of a column's blocks.
-constexpr std::int64_t kDdsChunkK = 256;
 
 template <typename T>
 void dds_cpu_typed(const DdsProblem& p) {
@@ -66,12 +64,11 @@ void dds_cpu_typed(const DdsProblem& p) {
   ThreadScratch<Acc> ap_scratch(static_cast<std::size_t>(g_per_tile * std::max<std::int64_t>(k, 1) * kGemmMR),
                                 parallel);
   // Two sets of C tiles per thread: the running total (bias first) and the sum of the current
-  // chunk of blocks. The blocks of a column are summed kDdsChunkK of k at a time into a fresh
-  // chunk, added to the total at its end, as the dense CPU GEMM chunks k (cpu_gemm.cpp's
-  // kGemmChunk): one running fp32 sum over every block of a column grew its rounding error with
+  // chunk of blocks. The blocks of a column are summed kGemmChunk of k at a time into a fresh
+  // chunk, added to the total at its end, as the dense CPU GEMM chunks k: one running fp32 sum over every block of a column grew its rounding error with
   // the column's block count (session 30: 2.4x torch's error at K = 16384, b = 32).
   const std::int64_t tile_elems = g_per_tile * panels * panel_elems;
-  const std::int64_t chunk_blocks = std::max<std::int64_t>(1, kDdsChunkK / b);
+  const std::int64_t chunk_blocks = std::max<std::int64_t>(1, kGemmChunk / b);
   ThreadScratch<Acc> acc_scratch(static_cast<std::size_t>(2 * tile_elems), parallel);
 #if defined(_OPENMP)
 #pragma omp parallel if (parallel)
@@ -97,7 +94,7 @@ void dds_cpu_typed(const DdsProblem& p) {
         const std::int32_t e0 = s.offsets[jb], e1 = s.offsets[jb + 1];
         for (std::int32_t c0 = e0; c0 < e1; c0 += static_cast<std::int32_t>(chunk_blocks)) {
           const std::int32_t c1 = static_cast<std::int32_t>(std::min<std::int64_t>(e1, c0 + chunk_blocks));
-          // A column of one chunk (every column at b ≥ kDdsChunkK) goes straight into the total.
+          // A column of one chunk (every column at b ≥ kGemmChunk) goes straight into the total.
           Acc* const dst = c0 == e0 && c1 == e1 ? acc : part;
           if (dst == part) std::fill(part, part + used, Acc(0));
           for (std::int32_t e = c0; e < c1; ++e) {

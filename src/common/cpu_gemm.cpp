@@ -14,12 +14,9 @@
 namespace sparsekern::detail {
 namespace {
 
-// Each micro-kernel sums k in chunks of kGemmChunk into fresh accumulators and adds each chunk's
-// sums to the running total (which starts at c for the _add form), instead of one running sum
-// over all of k: the rounding error of a long fp32 sum then grows with chunk + k / chunk terms,
-// not k (one sum over K = 16384 was 6-10x less accurate than torch's BLAS, which blocks K the same
-// way). With the _add form each call's k (a block of a block-sparse product) is its own chunk.
-constexpr long long kGemmChunk = 256;
+// Each micro-kernel sums k in chunks of kGemmChunk (cpu_gemm.h) into fresh accumulators and adds
+// each chunk's sums to the running total (which starts at c for the _add form). With the _add form
+// each call's k (a block of a block-sparse product) is its own chunk.
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SK_GEMM_VEC 1

@@ -17,6 +17,11 @@
 namespace sparsekern::detail {
 
 constexpr int kGemmMR = 4;
+/// The k that the micro-kernels (and the block-sparse CPU products, across blocks) sum into fresh
+/// accumulators before adding to the running total: the rounding error of a long fp32 sum then
+/// grows with chunk + k / chunk terms, not k (one sum over K = 16384 was 6-10x less accurate than
+/// torch's BLAS, which blocks K the same way).
+constexpr long long kGemmChunk = 256;
 /// Columns of a C block: 64 bytes of the accumulator type (16 floats, 8 doubles).
 template <typename Acc>
 constexpr int kGemmNR = static_cast<int>(64 / sizeof(Acc));
