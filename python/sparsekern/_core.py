@@ -87,6 +87,14 @@ def special(*ts) -> bool:
     return False
 
 
+def needs_graph(*tensors) -> bool:
+    """Whether an op goes through its custom op rather than straight to the library: when tracing,
+    for meta / fake / subclass tensors (`special`, which the op's fake implementation or the
+    subclass handles), or when autograd records a graph. (`None` entries are skipped.)"""
+    return traced() or special(*tensors) or (
+        torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors))
+
+
 def version_of(t: torch.Tensor) -> int:
     """``t._version`` for the caches keyed on a tensor's contents (-1 for an inference tensor, which
     has no version counter: reading it raised on every call of a layer made under

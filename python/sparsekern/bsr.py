@@ -34,7 +34,7 @@ import torch
 from . import _C
 from ._core import (traced, _HAS_CUDA_BACKEND, FLOAT_DTYPES, _capturing, _raw_stream, _raw_to_dlpack, _tile_counters,
                     _to_dlpack, as_dlpack, autocast_args, check_backend, check_no_transform, dtype_name, persistent_buffer, stream_of,
-                    tile_counter, refuse_forward_ad, special)
+                    tile_counter, needs_graph, refuse_forward_ad, special)
 
 __all__ = ["BlockSparseMatrix", "dsd", "dds", "sdd", "prune_and_regrow", "BLOCK_SIZES"]
 
@@ -1126,12 +1126,6 @@ class _DdsFunction(torch.autograd.Function):
 # --------------------------------------------------------------------------------------------
 # Public functions
 # --------------------------------------------------------------------------------------------
-def _needs_graph(*tensors) -> bool:
-    if traced():
-        return True
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
-
-
 def _check_matrix(name: str, s) -> None:
     if not isinstance(s, BlockSparseMatrix):
         raise TypeError(f"`{name}` must be a sparsekern.BlockSparseMatrix; got {type(s).__name__}")
@@ -1177,7 +1171,7 @@ def dsd(s: BlockSparseMatrix, x: torch.Tensor) -> torch.Tensor:
     rows, cols = s._storage_shape
     index = s.index_sets()
     values, x = autocast_args(x, s.values, x)  # under torch.autocast: both in its dtype
-    if _needs_graph(values, x) or special(values, x):
+    if needs_graph(values, x):
         return _dsd_op(values, *index, rows, cols, s.transposed, x)
     return _dsd_impl(values, index, rows, cols, s.transposed, x)
 
@@ -1195,7 +1189,7 @@ def sdd(a: torch.Tensor, b: torch.Tensor, pattern: BlockSparseMatrix) -> BlockSp
     index = pattern.index_sets()
     like = pattern.values.detach()
     a, b, like = autocast_args(a, a, b, like)  # under torch.autocast: operands and result in its dtype
-    if _needs_graph(a, b) or special(a, b, like):
+    if needs_graph(a, b, like):
         vals = _sdd_op(a, b, like, *index, rows, cols)
     else:
         vals = _sdd_impl(a, b, like, index, rows, cols)

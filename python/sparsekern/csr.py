@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._core import (traced, version_of, refuse_forward_ad, special, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
+from ._core import (version_of, needs_graph, refuse_forward_ad, _capturing, _raw_stream, as_dlpack, autocast_args, autocast_dtype, check_backend, check_no_transform, check_tensor, dtype_name,
                     outside_graph_pools, stream_of)
 
 __all__ = ["CSRMatrix", "csr_matmul", "csr_sddmm", "SparseLinear", "csr_plan_stats", "csr_clear_cache"]
@@ -755,13 +755,6 @@ def _components(a, name: str):
     raise TypeError(f"`{name}` must be a torch.sparse_csr tensor or a sparsekern.CSRMatrix; got {type(a).__name__}")
 
 
-def _needs_graph(*tensors) -> bool:
-    """The custom op: when tracing, when autograd needs a graph, or for meta / fake tensors
-    (_core.special), which its fake implementation handles."""
-    return traced() or special(*tensors) or (
-        torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
-
-
 def csr_matmul(a, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` with ``a`` a sparse CSR matrix (m×k; a ``torch.sparse_csr`` tensor or a
     :class:`CSRMatrix`) and ``b`` dense: (k, n) or a batch (..., k, n) sharing ``a``.
@@ -775,7 +768,7 @@ def csr_matmul(a, b: torch.Tensor) -> torch.Tensor:
     values, b = autocast_args(b, values, b)  # under torch.autocast: both in its dtype, as torch.matmul
     batch = b.shape[:-2]
     b3 = b.reshape(-1, *b.shape[-2:]) if b.dim() > 3 else b
-    if _needs_graph(values, b):
+    if needs_graph(values, b):
         out = _csr_mm_op(crow, col, values, rows, cols, b3, False, False)
     else:
         out = _csr_mm_impl(crow, col, values, rows, cols, b3, False, False)
@@ -796,7 +789,7 @@ def csr_sddmm(x: torch.Tensor, y: torch.Tensor, pattern):
         raise ValueError(f"`x` and `y` must be 2-D; got {tuple(x.shape)} and {tuple(y.shape)}")
     check_no_transform("csr_sddmm", x, y)
     x, y = autocast_args(x, x, y)  # under torch.autocast: both in its dtype
-    if _needs_graph(x, y):
+    if needs_graph(x, y):
         values = _csr_sddmm_op(crow, col, rows, cols, x, y)
     else:
         values = _csr_sddmm_impl(crow, col, rows, cols, x, y)
@@ -883,7 +876,7 @@ class SparseLinear(nn.Module):
         # y = x·Wᵀ = (W·xᵀ)ᵀ: xᵀ is a column-major view of x and the op writes W·xᵀ column-major,
         # so y comes out row-major and nothing is copied.
         args = (self.crow_indices, self.col_indices, values, self.out_features, self.in_features, x2.mT, False, True)
-        y = _csr_mm_op(*args) if _needs_graph(values, x2) else _csr_mm_impl(*args)
+        y = _csr_mm_op(*args) if needs_graph(values, x2) else _csr_mm_impl(*args)
         if bias is not None:
             y = y + bias
         return y.reshape(*lead, self.out_features)
