@@ -65,8 +65,9 @@ void dds_cpu_typed(const DdsProblem& p) {
                                 parallel);
   // Two sets of C tiles per thread: the running total (bias first) and the sum of the current
   // chunk of blocks. The blocks of a column are summed kGemmChunk of k at a time into a fresh
-  // chunk, added to the total at its end, as the dense CPU GEMM chunks k: one running fp32 sum over every block of a column grew its rounding error with
-  // the column's block count (session 30: 2.4x torch's error at K = 16384, b = 32).
+  // chunk, added to the total at its end, as the dense CPU GEMM chunks k: one running fp32 sum
+  // over every block of a column grew its rounding error with the column's block count
+  // (session 30: 2.4x torch's error at K = 16384, b = 32).
   const std::int64_t tile_elems = g_per_tile * panels * panel_elems;
   const std::int64_t chunk_blocks = std::max<std::int64_t>(1, kGemmChunk / b);
   ThreadScratch<Acc> acc_scratch(static_cast<std::size_t>(2 * tile_elems), parallel);
