@@ -186,9 +186,6 @@ struct SmallBwdArgs {
   /// Lean pool (nf ≥ 3): X is not kept in shared memory; the first recompute pass runs in place on
   /// it and mode 0's contraction reads X again from global memory (one tile buffer less).
   int lean = 0;
-  /// Elements a thread owns per row in the recompute and pull-back passes: 32 (the forward's), or
-  /// 16 (opt-in "e=16": twice the threads on the same tile buffers; every p ≤ 16).
-  int e = 32;
 };
 
 /// Arguments of the natural split's mode-0 pass (kron_head.h): out[m, j, l] = Σ_i A[i, j]·in[m, i, l].
@@ -357,7 +354,6 @@ struct Segment {
   bool small_bwd = false;
   int small_nbuf = 0;             ///< tile buffers of the backward's pool
   bool small_lean = false;        ///< the lean pool (SmallBwdArgs::lean)
-  int small_e = 32;               ///< elements per thread and row in a pass (SmallBwdArgs::e)
   // Natural order (forward only, see make_plan's tail split): the segment keeps the modes in
   // place instead of rotating them. The fused tail (modes 1 … n−1, run by the small-factor or the
   // register-tile kernel) reads its input (M, L, s_in) as M·L rows of s_in and writes (M, L, s_out);

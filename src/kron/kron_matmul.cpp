@@ -300,10 +300,7 @@ void segment_forward(const Run& r, const Segment& seg, const void* in, long long
     detail::SmallArgs a = small_args(seg, r.sh, r.factors);
     fp32_io(r, a, in, ld_in, out, ld_out, t0);
     a.vec_x = vec_ok(r, in, ld_in, 4) ? 1 : 0;
-    // A backward plan's recompute (the natural split's tail) with e=16 has twice the forward's
-    // threads on the same tiles: the forward kernel owns 32 elements per thread.
-    const int threads = seg.small_bwd && seg.small_e == 16 ? seg.small_threads / 2 : seg.small_threads;
-    r.be->fused_forward_small(threads, a, seg.grid, seg.smem, r.device, r.stream);
+    r.be->fused_forward_small(seg.small_threads, a, seg.grid, seg.smem, r.device, r.stream);
     return;
   }
   if (seg.kind == SegKind::fused && seg.fast) {  // fp32, L = 1: in is X, out is Y
@@ -457,7 +454,6 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
       if (wants(t)) a.want_f |= 1 << t;
     }
     a.lean = seg.small_lean ? 1 : 0;
-    a.e = seg.small_e;
     const int tile = seg.small_rows << a.a.ln;
     SK_EXPECTS(seg.small_nbuf >= 3 && seg.small_nbuf <= 8, "kron: bad small-factor backward plan (",
                seg.small_nbuf, " buffers)");
@@ -1000,7 +996,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
     } else if (seg.kind == SegKind::fused && seg.small_bwd) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small-bwd threads=", seg.small_threads,
                         " rows=", seg.small_rows, " bufs=", seg.small_nbuf, seg.small_lean ? " lean" : "",
-                        seg.small_e != 32 ? " e=16" : "", " smem=", seg.smem,
+                        " smem=", seg.smem,
                         " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused && seg.small) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small threads=", seg.small_threads,

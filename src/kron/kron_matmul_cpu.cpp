@@ -182,17 +182,10 @@ void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem
 void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
   run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
                                  [&](auto pmax, auto& ex, float* sm, long long b) {
-                                   constexpr int PMAX = decltype(pmax)::value;
-                                   if constexpr (PMAX <= 16) {
-                                     if (a.e == 16) {  // as the CUDA launcher: the full pool only
-                                       small_backward_program<PMAX, false, 16>(a, ex, sm, b, grid);
-                                       return;
-                                     }
-                                   }
                                    if (a.lean != 0)
-                                     small_backward_program<PMAX, true>(a, ex, sm, b, grid);
+                                     small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
                                    else
-                                     small_backward_program<PMAX, false>(a, ex, sm, b, grid);
+                                     small_backward_program<decltype(pmax)::value, false>(a, ex, sm, b, grid);
                                  });
 }
 

@@ -152,18 +152,16 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
 /// y[a] = Σ_j F[a, j] · x[j]), the results written to
 /// `dst` (same layout; dst = buf: in place) or, in a final pass, to `out` (row stride ldo, vec_o:
 /// 16-byte stores allowed). kFwd (the forward's call) reads these from `a` instead: the forward's
-/// SASS stays exactly as it was measured (session 11 compared it). E: the elements a thread owns
-/// per row (kSmallE; the backward's "e=16" selection halves it, twice the threads on one tile).
-template <int P, bool kFwd = false, int E = kSmallE>
+/// SASS stays exactly as it was measured (session 11 compared it).
+template <int P, bool kFwd = false>
 SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long tile, const float* sm, const float* buf,
                               float* dst, int tid, bool final_pass, float* out, long long ldo, int vec_o) {
-  static_assert(P <= E && E <= kSmallE, "a thread owns whole fibers");
-  constexpr int V = E / P;
+  constexpr int V = kSmallE / P;
   constexpr int G = V < 4 ? V : 4;
   constexpr int LP = ilog2c(P), LG = ilog2c(G);
   const SmallMode& md = a.md[t];
   const int ls = md.ls;  // log2 s
-  const int lT = a.ln - ilog2c(E);  // log2 threads per row
+  const int lT = a.ln - 5;  // log2 threads per row
   const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
   // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
   // fiber's (the buffer's own address then adds in the load's addressing). For s > 1 the elements

@@ -222,9 +222,8 @@ SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch
 /// and this tile's X, ∂ℓ/∂Y and remaining states become the next tile's states. The role indices
 /// are the same in every thread (computed outside the phases).
 /// LEAN: the lean pool (SmallBwdArgs::lean, which must agree), a separate instantiation so that
-/// the default pool's code is exactly what was measured. E: the elements a thread owns per row in
-/// the recompute and pull-back passes (SmallBwdArgs::e, which must agree; PMAX ≤ E).
-template <int PMAX, bool LEAN, int E = kSmallE, class Exec>
+/// the default pool's code is exactly what was measured.
+template <int PMAX, bool LEAN, class Exec>
 SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
                                             long long grid) {
   using Regs = SmallBwdRegs;
@@ -269,8 +268,7 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
       float* const dst = buf(is[t + 1]);
       ex.phase([&](int tid, Regs&) {
         with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
-          small_pass_io<decltype(pc)::value, false, E>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0,
-                                                       0);
+          small_pass_io<decltype(pc)::value>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0, 0);
         });
       });
     }
@@ -304,8 +302,8 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
             async_commit();
           }
           with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
-            small_pass_io<decltype(pc)::value, false, E>(a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y,
-                                                         a.ldy, a.vec_y);
+            small_pass_io<decltype(pc)::value>(a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y, a.ldy,
+                                               a.vec_y);
           });
         });
       }

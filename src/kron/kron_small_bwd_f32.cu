@@ -13,34 +13,25 @@ namespace {
 /// Residency as the forward's kernels (kron_small_fwd_f32.cu): ≤ 128 registers for two 256-thread
 /// or four 128-thread blocks per SM, half that with p = 32; shared memory (several tile buffers per
 /// block) usually caps it lower (the planner's grid follows both).
-/// LEAN: the lean buffer pool (SmallBwdArgs::lean; opt-in), its own instantiation. E: elements per
-/// thread and row in a pass (SmallBwdArgs::e; 16 only with 256 threads, p ≤ 16 and the full pool).
-template <int NT, int PMAX, bool LEAN, int E>
+/// LEAN: the lean buffer pool (SmallBwdArgs::lean; opt-in), its own instantiation.
+template <int NT, int PMAX, bool LEAN>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1))
     kron_small_bwd_kernel(const __grid_constant__ SmallBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_bwd_smem[];
   FastDeviceExec<SmallBwdRegs> ex;
-  small_backward_program<PMAX, LEAN, E>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
-                                        gridDim.x);
+  small_backward_program<PMAX, LEAN>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
+                                     gridDim.x);
 }
 
-template <int NT, int PMAX, bool LEAN, int E = kSmallE>
+template <int NT, int PMAX, bool LEAN>
 void launch_bwd_pl(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN, E>>(smem, device);
-  kron_small_bwd_kernel<NT, PMAX, LEAN, E><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN>>(smem, device);
+  kron_small_bwd_kernel<NT, PMAX, LEAN><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
 }
 
 template <int NT, int PMAX>
 void launch_bwd_p(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  if constexpr (NT == 256 && PMAX <= 16) {
-    if (a.e == 16 && a.lean == 0) {
-      launch_bwd_pl<NT, PMAX, false, 16>(a, grid, smem, device, stream);
-      return;
-    }
-  }
-  SK_EXPECTS(a.e == kSmallE, "kron: no small-factor backward kernel for e=", a.e, " with ", NT, " threads, p ≤ ",
-             PMAX, a.lean != 0 ? " and the lean pool" : "");
   if (a.lean != 0)
     launch_bwd_pl<NT, PMAX, true>(a, grid, smem, device, stream);
   else

@@ -537,15 +537,9 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
         assert "kernel=small-bwd" in plan, plan
         N = math.prod(p for p, _ in shapes)
         threads = 128 if "threads=256" not in sel and N <= 4096 else 256
-        rows = threads * 32 // N
-        # e=16: the same tiles with twice the threads, where the plan had 128 and every p ≤ 16
-        e16 = "e=16" in sel and threads == 128 and max(p for p, _ in shapes) <= 16 and "lean=1" not in sel
-        if e16:
-            threads = 256
-        assert f"threads={threads} rows={rows} " in plan, plan
-        assert (" e=16 " in plan) == e16, plan
+        assert f"threads={threads} rows={threads * 32 // N} " in plan, plan
         if "grid=" in sel:
-            tiles = -(-batch // rows)
+            tiles = -(-batch // (threads * 32 // N))
             assert f" grid={min(int(sel.split('grid=')[1].split(',')[0]), tiles)}" in plan, plan
         if "lean=1" in sel and len(shapes) >= 3:
             assert f"bufs={len(shapes)} lean " in plan, plan
@@ -558,20 +552,17 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
 
 
 @pytest.mark.parametrize("sel", ["small", "small:threads=256,grid=2", "small:grid=3", "small:lean=1",
-                                 "small:threads=256,grid=3,lean=1", "small:e=16", "small:e=16,grid=3",
-                                 "small:e=16,lean=1"])
+                                 "small:threads=256,grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
 def test_backward_small(device, sel, batch, shapes):
     """∂ℓ/∂x and every ∂ℓ/∂F against float64 (buffers poisoned first): every factor size, mixed
     sizes, 2 to 5 factors, both block sizes, a few blocks with several tiles each (the persistent
-    loop, the next tile's copy, the per-thread sums across tiles); e=16 where it applies (p ≤ 16)
-    and the plans it leaves as they were elsewhere."""
+    loop, the next tile's copy, the per-thread sums across tiles)."""
     _small_bwd_case(device, sel, batch, shapes)
 
 
-@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1", "small:grid=3,e=16"])
-@pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[1], SMALL_SHAPES[2], SMALL_SHAPES[4],
-                                          SMALL_SHAPES[8], SMALL_SHAPES[9]])
+@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1"])
+@pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[2], SMALL_SHAPES[4], SMALL_SHAPES[9]])
 def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
     """The CPU emulation with each phase's threads in reverse order: a phase in which one thread
     reads what another writes (a race on the GPU) computes something else in one of the orders."""
@@ -584,13 +575,13 @@ def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
 @pytest.mark.parametrize("want_x,want", [(False, [True, True, True]), (True, [False, False, False]),
                                          (True, [False, True, False]), (False, [False, False, True]),
                                          (False, [True, False, False])])
-@pytest.mark.parametrize("lean", ["", ",lean=1", ",e=16"])
+@pytest.mark.parametrize("lean", ["", ",lean=1"])
 def test_backward_small_partial(device, want_x, want, lean):
     """Only some gradients wanted: the others untouched (None), the wanted ones right."""
     _small_bwd_case(device, "small:grid=2" + lean, 13, [(8, 8), (16, 16), (8, 8)], want_x, want)
 
 
-@pytest.mark.parametrize("sel", ["small", "small:grid=4,lean=1", "small:grid=4,e=16"])
+@pytest.mark.parametrize("sel", ["small", "small:grid=4,lean=1"])
 def test_backward_small_strided(device, sel):
     """Rows of x, ∂ℓ/∂y and ∂ℓ/∂x with strides that are not multiples of 4 floats and 4-byte
     offsets (no 16-byte vectors; lean: mode 0's contraction reads x that way too), transposed
@@ -646,18 +637,7 @@ def test_backward_small_choice():
         assert "kernel=small-bwd threads=128 rows=1 bufs=4 lean " in _plan(1024, [(8, 8)] * 4, backward=True)
         assert "kernel=small-bwd threads=128 rows=1 bufs=3 lean " in _plan(1024, [(16, 16)] * 3, backward=True)
         assert "kernel=small-bwd threads=128 rows=4 bufs=4 smem" in _plan(1024, [(32, 32)] * 2, backward=True)
-        _C.kron_set_backward_kernel("small:e=16")  # 256 threads on the same tiles (p ≤ 16, 128 before)
-        assert _C.kron_backward_kernel() == "small:e=16"
-        assert "kernel=small-bwd threads=256 rows=1 bufs=5 e=16 " in _plan(1024, [(8, 8)] * 4, backward=True)
-        assert "kernel=small-bwd threads=256 rows=1 bufs=4 e=16 " in _plan(1024, [(16, 16)] * 3, backward=True)
-        assert "kernel=small-bwd threads=256 rows=4 bufs=4 e=16 " in _plan(64, [(16, 16), (8, 8), (8, 8)],
-                                                                           backward=True)
-        assert "kernel=small-bwd threads=128 rows=4 bufs=4 smem" in _plan(1024, [(32, 32)] * 2, backward=True)
-        assert "kernel=small-bwd threads=256 rows=1 bufs=4 smem" in _plan(64, [(16, 16), (16, 16), (32, 32)],
-                                                                          backward=True)
-        _C.kron_set_backward_kernel("small:e=32")
-        assert _C.kron_backward_kernel() == "small"
-        for bad in ["small:lean=2", "new:lean=1", "small:e=8", "new:e=16"]:
+        for bad in ["small:lean=2", "new:lean=1"]:
             with pytest.raises(ValueError, match="kernel name"):
                 _C.kron_set_backward_kernel(bad)
     finally:
@@ -1516,31 +1496,6 @@ def test_natural_split_backward(device, batch, shapes, save, monkeypatch, head):
     assert rel_error(gxp[:, :xd.shape[1]], want[0]) < tol and torch.isnan(gxp[:, xd.shape[1]:]).all()
     for a, w in zip(gfs, want[1:]):
         assert rel_error(a, w) < tol
-
-
-@pytest.mark.parametrize("batch,shapes", [(4, [(16, 16)] * 4), (3, [(8, 8)] * 5)])
-def test_natural_split_backward_e16(device, batch, shapes, monkeypatch):
-    """The natural split's tail under "small:e=16" (256 threads on the backward's tiles): its
-    recompute of the tail's output runs the forward kernel, which must get the forward's 128
-    threads; every gradient against float64."""
-    monkeypatch.setenv("SPARSEKERN_KRON_SAVE_STATES", "0")
-    monkeypatch.setenv("SPARSEKERN_KRON_BWD", "fused")
-    _C.kron_set_backward_kernel("small:e=16")
-    try:
-        plan = _plan(batch, shapes, backward=True, device=device.type)
-        if device.type == "cuda" or "emulate" in os.environ.get("SPARSEKERN_KRON_CPU", ""):
-            assert "order=natural" in plan and "threads=256 rows=1 bufs=" in plan and " e=16 " in plan, plan
-        x, fs = _make(batch, shapes, torch.float32, device, grad=True)
-        y = kron_matmul(x, fs)
-        g = randn(*y.shape, device=device)
-        got = torch.autograd.grad(y, [x, *fs], g)
-    finally:
-        _C.kron_set_backward_kernel("")
-    x6 = x.detach().double().requires_grad_()
-    f6 = [f.detach().double().requires_grad_() for f in fs]
-    want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], g.double())
-    for a, b in zip(got, want):
-        assert rel_error(a, b) <= _tol(torch.float32, device, 4)
 
 
 @pytest.mark.cuda
