@@ -56,6 +56,15 @@ SK_KRON_HD int small_swz(int e) {
 /// Trailing zero bits of v > 0 (compile-time where v is).
 SK_KRON_HD constexpr int ctz_c(int v) { return (v & 1) != 0 ? 0 : 1 + ctz_c(v >> 1); }
 
+/// Trailing zero bits of a runtime v > 0 (one instruction or two, where ctz_c would loop).
+SK_KRON_HD int ctz_rt(int v) {
+#if defined(__CUDA_ARCH__)
+  return __ffs(v) - 1;
+#else
+  return __builtin_ctz(static_cast<unsigned>(v));
+#endif
+}
+
 SK_KRON_FN int ilog2_rt(int v) {
   int l = 0;
   while ((1 << l) < v) ++l;
@@ -77,26 +86,30 @@ SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int n
 /// Starts the copy of tile `tile` (rows tile·R …) of X into `buf` (rows past M zero-filled). A
 /// block sweeps a row in steps of 4·nt floats (≤ N), thread tid at offset 4·tid of each step; the
 /// step offsets' bits lie above 4·tid's, so the swizzle splits: swz(e0 + k·step) = swz(e0) ^ swz(k·step).
+/// With nt ≥ 128 (the plans and the kernels have 128 or 256 threads) step is a multiple of 512
+/// floats, whose rows (e / 32) are multiples of 16: h of them is 0 and swz(k·step) = k·step, so
+/// the destination advances by `step` like the source (the loop does no swizzle arithmetic per
+/// copy; session 33's ncu counted ~15 instructions per 16-byte copy with it and with the scalar
+/// path's four copies predicated off beside the vector one, now a loop of its own).
 /// small_issue_rows: the same for another M × N operand (x, row stride ld, vec: 16-byte copies
-/// allowed); kFwd reads X's from `a` instead (the forward's call: the SASS stays as it was measured).
+/// allowed); kFwd reads X's from `a` instead (the forward's call).
 template <bool kFwd = false>
 SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long ld, int vec, float* buf,
                                  long long tile, int tid, int nt) {
   const int step = nt << 2, e0 = tid << 2, per_row = (1 << a.ln) / step;
   const int s0 = small_swz(e0);
   const long long m0 = tile * a.rows;
+  const bool v16 = kFwd ? a.vec_x != 0 : vec != 0;
   for (int r = 0; r < a.rows; ++r) {
     const long long m = m0 + r;
     const bool valid = m < a.M;
     const float* src = (kFwd ? a.x : x) + (valid ? m : 0) * (kFwd ? a.ldx : ld) + e0;
-    float* const drow = buf + (r << a.ln);
-    for (int k = 0; k < per_row; ++k, src += step) {
-      float* const dst = drow + (s0 ^ small_swz(k * step));
-      if (kFwd ? a.vec_x != 0 : vec != 0) {
-        copy16_async(dst, src, valid);
-      } else {
+    float* dst = buf + (r << a.ln) + s0;
+    if (v16) {
+      for (int k = 0; k < per_row; ++k, src += step, dst += step) copy16_async(dst, src, valid);
+    } else {
+      for (int k = 0; k < per_row; ++k, src += step, dst += step)
         for (int u = 0; u < 4; ++u) copy4_async(dst + u, src + u, valid);
-      }
     }
   }
 }

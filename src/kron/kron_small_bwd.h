@@ -72,61 +72,97 @@ SK_KRON_FN void small_dF_group(const float (&sv)[4][4], const float (&hv)[4][4],
 /// The contraction pass of mode t: acc[u·4 + v] += Σ over the thread's fibers of s[a0 + u]·h[j0 + v]
 /// (s from the state buffer `sb`, h from the gradient buffer `hb`, both in the tile layout).
 /// Addressing as in small_pass_io: a fiber's element a sits at swz(base) ^ swz(a·s) (disjoint bits),
-/// so the eight element offsets of the thread's 4 × 4 block are computed once per pass and each
-/// fiber (or group) costs one swizzle. s = 1 (the last mode): whole fibers, one 16-byte vector of s
-/// and one of h each. s > 1 (s ≥ 4): groups of four fibers with consecutive lo, whose element a is
-/// one 16-byte vector, so a group is eight vector loads for 64 FFMAs (session 11's pass loaded the
-/// same elements one float at a time, each address a full swizzle: ~4 instructions per FFMA).
+/// so the eight element offsets of the thread's 4 × 4 block are computed once per pass. s = 1 (the
+/// last mode): whole fibers, one 16-byte vector of s and one of h each. s > 1 (s ≥ 4): groups of
+/// four fibers with consecutive lo, whose element a is one 16-byte vector, so a group is eight
+/// vector loads for 64 FFMAs (session 11's pass loaded the same elements one float at a time, each
+/// address a full swizzle: ~4 instructions per FFMA).
+/// Which fibers. Thread (blk, sl) takes fibers (s = 1) or groups (s > 1) q = sl + i·slices. A tile
+/// is 32·nt elements, so that is i < 2P fibers or i < P/2 groups, known at compile time: the groups
+/// unroll, the fibers go four at a time. q ↦ its first element is a relocation of q's bits (a shift
+/// for s = 1; for s > 1 the bits of the group index within a row, shifted by 2 with P's bits
+/// inserted at log2 s, and the row above), and the swizzle is linear over GF(2), so the offset of
+/// q = sl + i·slices is b(sl) XOR the B[k] = b(slices·2^k) of i's bits: walking i in Gray-code
+/// order, each step XORs one B[k] into the running offsets (one swizzle per pass for the groups,
+/// one per four fibers). Session 33 (ncu, 1024 × (8⊗8⊗8⊗8)): a swizzle per fiber, the loops and a
+/// runtime division for the slices had made these passes execute more integer instructions than
+/// FFMAs. With the 2P fibers unrolled too, 4096 × (16⊗16⊗16) ran 2% slower than before; with
+/// both walks four at a time ptxas spilled 36 bytes at p = 16 (this form: none at p ≤ 16).
 template <int P>
 SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const float* hb, int tid, int nt,
                               float* acc) {
-  constexpr int LP = ilog2c(P), PB = P / 4, NB = PB * PB;
-  const int slices = nt / NB;  // nt ≥ 128 ≥ NB
-  const int sl = tid % slices, blk = tid / slices;
-  const int a0 = (blk / PB) * 4, j0 = (blk % PB) * 4;
+  constexpr int LP = ilog2c(P), LPB = ilog2c(P / 4);
+  const int lsl = ctz_rt(nt) - 2 * LPB;  // log2 slices: nt / NB, NB = (P/4)² blocks (nt ≥ 128 ≥ NB)
+  const int sl = tid & ((1 << lsl) - 1), blk = tid >> lsl;
+  const int a0 = (blk >> LPB) * 4, j0 = (blk & ((1 << LPB) - 1)) * 4;
   const int ls = a.md[t].ls;
   const char* const sbb = reinterpret_cast<const char*>(sb);
   const char* const hbb = reinterpret_cast<const char*>(hb);
-  int os[4], oh[4];  // byte offsets of elements a0 + u and j0 + v of a fiber from its base
-  SK_KRON_UNROLL
-  for (int u = 0; u < 4; ++u) {
-    os[u] = small_swz((a0 + u) << ls) << 2;
-    oh[u] = small_swz((j0 + u) << ls) << 2;
-  }
   float c[16];
   SK_KRON_UNROLL
   for (int k = 0; k < 16; ++k) c[k] = acc[k];
   if (ls == 0) {
     // Fiber q of the tile starts at element q·P (rows are whole fibers); a0 and j0 are multiples
     // of 4, so each operand is one 16-byte vector.
-    const int fibers = a.rows << (a.ln - LP);
-#pragma unroll 2
-    for (int q = sl; q < fibers; q += slices) {
-      const int b = small_swz(q << LP) << 2;
-      float sv[4], hv[4];
-      lds4(reinterpret_cast<const float*>(sbb + (b ^ os[0])), sv);
-      lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[0])), hv);
+    constexpr int I = 2 * P, U = 4, LU = 2;  // fibers per thread (≥ 8), visited four at a time
+    int bk[LU];
+    SK_KRON_UNROLL
+    for (int k = 0; k < LU; ++k) bk[k] = small_swz(1 << (lsl + k + LP)) << 2;
+    const int sa = small_swz(a0) << 2, sj = small_swz(j0) << 2;
+#pragma unroll 1
+    for (int io = 0; io < I; io += U) {
+      const int b = small_swz((sl + (io << lsl)) << LP) << 2;
+      int os = b ^ sa, oh = b ^ sj;
       SK_KRON_UNROLL
-      for (int u = 0; u < 4; ++u) {
+      for (int i = 0; i < U; ++i) {
+        if (i > 0) {
+          os ^= bk[ctz_c(i)];
+          oh ^= bk[ctz_c(i)];
+        }
+        float sv[4], hv[4];
+        lds4(reinterpret_cast<const float*>(sbb + os), sv);
+        lds4(reinterpret_cast<const float*>(hbb + oh), hv);
         SK_KRON_UNROLL
-        for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u] * hv[v];
+        for (int u = 0; u < 4; ++u) {
+          SK_KRON_UNROLL
+          for (int v = 0; v < 4; ++v) c[u * 4 + v] += sv[u] * hv[v];
+        }
       }
     }
   } else {
     // Group q = four fibers f = 4q … 4q + 3 (lo = f mod s, consecutive: s ≥ 4), fiber f starting at
     // element hi·P·s + lo of its row, hi = f / s.
+    constexpr int I = P / 2, LI = ilog2c(I);  // groups per thread (2 … 16), all unrolled
     const int lg = a.ln - LP - 2;  // log2 groups per row
-    const int groups = a.rows << lg;
     const int lo_mask = (1 << ls) - 1;
-#pragma unroll 2
-    for (int q = sl; q < groups; q += slices) {
+    auto first = [&](int q) {  // byte offset of group q's first element
       const int r = q >> lg, f = (q & ((1 << lg) - 1)) << 2;
-      const int b = small_swz((r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask)) << 2;
+      return small_swz((r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask)) << 2;
+    };
+    int bk[LI];
+    SK_KRON_UNROLL
+    for (int k = 0; k < LI; ++k) bk[k] = first(1 << (lsl + k));
+    const int b0 = first(sl);
+    int os[4], oh[4];  // running byte offsets of elements a0 + u and j0 + u of the current group
+    SK_KRON_UNROLL
+    for (int u = 0; u < 4; ++u) {
+      os[u] = b0 ^ (small_swz((a0 + u) << ls) << 2);
+      oh[u] = b0 ^ (small_swz((j0 + u) << ls) << 2);
+    }
+    SK_KRON_UNROLL
+    for (int i = 0; i < I; ++i) {
+      if (i > 0) {
+        SK_KRON_UNROLL
+        for (int u = 0; u < 4; ++u) {
+          os[u] ^= bk[ctz_c(i)];
+          oh[u] ^= bk[ctz_c(i)];
+        }
+      }
       float sv[4][4], hv[4][4];  // [element][fiber]
       SK_KRON_UNROLL
       for (int u = 0; u < 4; ++u) {
-        lds4(reinterpret_cast<const float*>(sbb + (b ^ os[u])), sv[u]);
-        lds4(reinterpret_cast<const float*>(hbb + (b ^ oh[u])), hv[u]);
+        lds4(reinterpret_cast<const float*>(sbb + os[u]), sv[u]);
+        lds4(reinterpret_cast<const float*>(hbb + oh[u]), hv[u]);
       }
       small_dF_group(sv, hv, c);
     }

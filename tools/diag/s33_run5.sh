@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 33, call 5: the small-factor kernels with linear tile-copy destinations (kron_small.h:
+# small_issue_rows, forward and backward) and the contraction passes walking their fibers in
+# Gray-code order (kron_small_bwd.h: small_dF_pass) — new wheel, .whl312 — against c0b8490's
+# (.whl312_old), alternated old/new/old/new (kron_bwd_times.py: forward and backward); then with
+# the new wheel the kron small-factor and natural-split CUDA tests, memcheck and racecheck over
+# kron_small_bwd_check.py and kron_small_check.py (the forward), and ncu's instruction mix of the
+# 1024 × (8)^4 backward.
+source "$(dirname "$0")/lib.sh"
+CASES=("1024 8,8,8,8" "1024 16,16,16" "4096 8,8,8,8" "4096 16,16,16" "1024 4,4,4,4,4" "1024 16,8,8"
+       "256 16,16,16,16" "64 8,8,8,8,8" "1024 32,32")
+times() { (cd $R/tools/diag && timeout $(cap 300) python3 kron_bwd_times.py "${CASES[@]}"); }
+diag_ab_wheels times
+timeout $(cap 380) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or natural" \
+  > $OUT/kron_small_tests.txt 2>&1
+echo "kron small/natural cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"
+grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
+for tool in memcheck racecheck; do
+  for s in kron_small_bwd_check kron_small_check; do
+    timeout $(cap 500) compute-sanitizer --tool $tool python3 $R/tools/diag/$s.py > $OUT/san_${tool}_$s.txt 2>&1
+    echo "$tool $s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases ok|WRONG' $OUT/san_${tool}_$s.txt | tr '\n' ' ' | cut -c1-200)"
+  done
+done
+f=$OUT/src_bwd_8x8x8x8.csv
+timeout $(cap 570) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:kron_small_bwd \
+  --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass \
+  python3 $R/tools/diag/kron_bwd_one.py 1024 8,8,8,8 > $f 2>/dev/null
+python3 $R/tools/diag/ncu_sass_mix.py $f 12; gzip -q $f
+echo "total $((SECONDS - T0))s"
