@@ -250,3 +250,22 @@ diag_pytest() {
 diag_pytest_report() {
   echo "$1: $(tail -1 $OUT/$1.txt)"; grep -E "^FAILED|^ERROR" $OUT/$1.txt | head -8 | cut -c1-200
 }
+# KRON_BWD_CASES: the small-factor products session 33 timed its backward changes on.
+KRON_BWD_CASES=("1024 8,8,8,8" "1024 16,16,16" "4096 8,8,8,8" "4096 16,16,16" "1024 4,4,4,4,4" "1024 16,8,8"
+                "256 16,16,16,16" "64 8,8,8,8,8")
+# diag_kron_bwd_ab LIMIT CASE...: kron_bwd_times.py (forward and backward device µs) over the cases,
+# with the previous wheel (.whl312_old) and this one alternated (diag_ab_wheels).
+diag_kron_bwd_ab() {
+  local lim=$1; shift
+  KRON_AB_CASES=("$@")
+  _kron_bwd_times() { (cd $R/tools/diag && timeout $(cap $lim) python3 kron_bwd_times.py "${KRON_AB_CASES[@]}"); }
+  diag_ab_wheels _kron_bwd_times
+}
+# diag_kron_small_natural_tests LIMIT: the kron CUDA tests of the small-factor kernels and the natural
+# split, count and failures.
+diag_kron_small_natural_tests() {
+  timeout $(cap $1) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or natural" \
+    > $OUT/kron_small_tests.txt 2>&1
+  echo "kron small/natural cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"
+  grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
+}

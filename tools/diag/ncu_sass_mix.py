@@ -2,28 +2,14 @@
 (argv[1]): sampled warp stalls per reason over the whole kernel, and per SASS opcode (the first
 word of each line, predicate dropped) the instructions executed and the stall samples, so that the
 instruction mix and where the waiting happens show up with names. Usage: python ncu_sass_mix.py CSV [N]"""
-import csv
 import sys
 
-rows = list(csv.reader(open(sys.argv[1], newline="")))
+from ncu_csv import num, read_source_csv  # this folder
+
+head, body, col = read_source_csv(sys.argv[1])
 top = int(sys.argv[2]) if len(sys.argv) > 2 else 16
-head = None
-for i, r in enumerate(rows):
-    if any("Warp Stall Sampling (All Samples)" in c for c in r):
-        head, body = r, rows[i + 1:]
-        break
 if head is None:
     sys.exit("no stall-sampling columns in " + sys.argv[1])
-col = {name: k for k, name in enumerate(head)}
-
-
-def num(s):
-    try:
-        return float(s.replace(",", ""))
-    except ValueError:
-        return 0.0
-
-
 tot_k = next(k for n, k in col.items() if n.startswith("Warp Stall Sampling (All Samples)"))
 src_k = next((k for n, k in col.items() if n in ("Source", "# Source")), 1)
 exe_k = next((k for n, k in col.items() if n.startswith("Instructions Executed")), None)

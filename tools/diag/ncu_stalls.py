@@ -1,30 +1,18 @@
 """Top SASS lines by sampled warp stalls from `ncu --page source --csv --print-source sass` output
 (argv[1]): prints each line's address, instruction, its share of all samples and its top stall
 reasons, so a latency-bound kernel's waiting point shows up without the GUI."""
-import csv
 import sys
 
-rows = list(csv.reader(open(sys.argv[1], newline="")))
-head = None
-for i, r in enumerate(rows):
-    if any("Warp Stall Sampling (All Samples)" in c for c in r):
-        head, body = r, rows[i + 1:]
-        break
+from ncu_csv import num, read_source_csv  # this folder
+
+head, body, col = read_source_csv(sys.argv[1])
 if head is None:
-    print("no stall-sampling columns; header candidates:", rows[:2])
+    print("no stall-sampling columns; header candidates:", body[:2])
     sys.exit(0)
-col = {name: k for k, name in enumerate(head)}
 tot_k = next(k for name, k in col.items() if name.startswith("Warp Stall Sampling (All Samples)"))
 src_k = next((k for name, k in col.items() if name in ("Source", "# Source")), 1)
 addr_k = col.get("Address", 0)
 stall_cols = [(name, k) for name, k in col.items() if name.startswith("stall_") or "Stall" in name and k != tot_k]
-
-
-def num(s):
-    try:
-        return float(s.replace(",", ""))
-    except ValueError:
-        return 0.0
 
 
 lines = [(num(r[tot_k]), r) for r in body if len(r) > tot_k]

@@ -5,14 +5,8 @@
 # wheel the kron small-factor CUDA tests and ncu's shared-load bank conflicts at 1024 × (8)^4, and
 # its executed instructions per SASS opcode.
 source "$(dirname "$0")/lib.sh"
-CASES=("1024 8,8,8,8" "1024 16,16,16" "4096 8,8,8,8" "4096 16,16,16" "1024 4,4,4,4,4" "1024 16,8,8"
-       "256 16,16,16,16" "64 8,8,8,8,8")
-times() { (cd $R/tools/diag && timeout $(cap 300) python3 kron_bwd_times.py "${CASES[@]}"); }
-diag_ab_wheels times
-timeout $(cap 420) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or natural" \
-  > $OUT/kron_small_tests.txt 2>&1
-echo "kron small/natural cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"
-grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
+diag_kron_bwd_ab 300 "${KRON_BWD_CASES[@]}"
+diag_kron_small_natural_tests 420
 timeout $(cap 540) ncu --section MemoryWorkloadAnalysis_Tables --section SpeedOfLight --section InstructionStats \
   --kernel-name regex:kron_small_bwd --launch-skip 2 --launch-count 1 python3 $R/tools/diag/kron_bwd_one.py 1024 8,8,8,8 \
   > $OUT/ncu_bwd_8x4.txt 2>&1

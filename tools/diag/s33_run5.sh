@@ -7,14 +7,8 @@
 # kron_small_bwd_check.py and kron_small_check.py (the forward), and ncu's instruction mix of the
 # 1024 × (8)^4 backward.
 source "$(dirname "$0")/lib.sh"
-CASES=("1024 8,8,8,8" "1024 16,16,16" "4096 8,8,8,8" "4096 16,16,16" "1024 4,4,4,4,4" "1024 16,8,8"
-       "256 16,16,16,16" "64 8,8,8,8,8" "1024 32,32")
-times() { (cd $R/tools/diag && timeout $(cap 300) python3 kron_bwd_times.py "${CASES[@]}"); }
-diag_ab_wheels times
-timeout $(cap 380) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or natural" \
-  > $OUT/kron_small_tests.txt 2>&1
-echo "kron small/natural cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"
-grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
+diag_kron_bwd_ab 300 "${KRON_BWD_CASES[@]}" "1024 32,32"
+diag_kron_small_natural_tests 380
 for tool in memcheck racecheck; do
   for s in kron_small_bwd_check kron_small_check; do
     timeout $(cap 500) compute-sanitizer --tool $tool python3 $R/tools/diag/$s.py > $OUT/san_${tool}_$s.txt 2>&1

@@ -5,14 +5,8 @@
 # memcheck and racecheck over kron_small_bwd_check.py, and issue 5's bench (sparsekern bench --full
 # --family kron) with its summary.
 source "$(dirname "$0")/lib.sh"
-CASES=("1024 8,8,8,8" "1024 16,16,16" "4096 8,8,8,8" "4096 16,16,16" "1024 4,4,4,4,4" "1024 16,8,8"
-       "256 16,16,16,16" "64 8,8,8,8,8")
-times() { (cd $R/tools/diag && timeout $(cap 200) python3 kron_bwd_times.py "${CASES[@]}"); }
-diag_ab_wheels times
-timeout $(cap 240) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or natural" \
-  > $OUT/kron_small_tests.txt 2>&1
-echo "kron small/natural cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"
-grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
+diag_kron_bwd_ab 200 "${KRON_BWD_CASES[@]}"
+diag_kron_small_natural_tests 240
 for tool in memcheck racecheck; do
   timeout $(cap 300) compute-sanitizer --tool $tool python3 $R/tools/diag/kron_small_bwd_check.py > $OUT/san_$tool.txt 2>&1
   echo "$tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|cases ok' $OUT/san_$tool.txt | tr '\n' ' ' | cut -c1-200)"
