@@ -229,7 +229,8 @@ SK_KRON_FN void small_dF_pass_x(const SmallArgs& a, long long tile, const float*
 /// a·p + j]. The row stride slices + 1 (odd) puts the rows that a warp's summing threads read at one
 /// time in different banks: with a stride of `slices` (32 at p = 8) all 32 lanes read one bank, a
 /// 32-way conflict on each of their loads (ncu, session 33: 2.17 M of the backward's 6.17 M
-/// shared-load wavefronts at 1024 × (8⊗8⊗8⊗8)). The writes stay conflict-free (consecutive sl).
+/// shared-load wavefronts at 1024 × (8⊗8⊗8⊗8)). The writes: consecutive sl in consecutive banks
+/// (with 8 slices, p = 16, the rows of a warp's four blocks now meet two to a bank, four before).
 template <class Exec>
 SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch, long long block) {
   const SmallArgs& a = b.a;
