@@ -376,4 +376,95 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
   small_bwd_reduce(b, ex, buf(0), block);
 }
 
+/// The fused-phase pool (SmallBwdArgs::fuse, opt-in "small:fuse=1"): mode t's contraction and
+/// pull-back run in one phase, both only reading H⁽ᵗ⁾, the pull-back writing H⁽ᵗ⁻¹⁾ into the other
+/// buffer of a ping-pong pair (∂ℓ/∂Y's and a spare) instead of in place: n fewer barriers per tile
+/// (4 + … for n = 4: 8 instead of 12) and two independent streams of work in each of those phases,
+/// for one tile buffer more at n ≥ 3 (n + 2 in all: X, the pair, S⁽¹⁾ … S⁽ⁿ⁻¹⁾). The next tile's X
+/// loads into S⁽ⁿ⁻¹⁾ during mode n−2's phase (S⁽ⁿ⁻¹⁾ was last read in mode n−1's), its ∂ℓ/∂Y into
+/// S⁽ⁿ⁻²⁾ during mode n−3's (two modes: into the pair's buffer that mode 0's phase does not read).
+template <int PMAX, class Exec>
+SK_KRON_PROGRAM void small_backward_program_fused(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
+                                                  long long grid) {
+  using Regs = SmallBwdRegs;
+  const SmallArgs& a = b.a;
+  const int nt = ex.nthreads();
+  const int nf = a.nf;
+  const int nbuf = nf + 2;
+  const bool want_gx = a.y != nullptr;
+  // Roles (the same in every thread, computed outside the phases): ix (X), ig and ie (the pair:
+  // ∂ℓ/∂Y arrives in ig), is[t] for t = 1 … nf−1 (S⁽ᵗ⁾).
+  int ix = 0, ig = 1, ie = 2;
+  int is[kSmallMaxModes] = {};
+  for (int t = 1; t < nf; ++t) is[t] = 2 + t;
+  auto buf = [&](int k) { return sm + b.off_buf[k]; };
+  ex.phase_nosync([&](int tid, Regs& r) {
+    if (block < a.ntiles) {
+      small_issue_x(a, buf(ix), block, tid, nt);
+      small_issue_rows(a, b.g, b.ldg, b.vec_g, buf(ig), block, tid, nt);
+    }
+    small_load_factors(a, sm, tid, nt);
+    small_load_factors_plain(b, sm, tid, nt);
+    async_commit();
+    for (int t = 0; t < kSmallMaxModes; ++t)
+      for (int k = 0; k < 16; ++k) r.acc[t][k] = 0.0f;
+  });
+  for (long long tile = block; tile < a.ntiles; tile += grid) {
+    const long long next = tile + grid;
+    const bool more = next < a.ntiles;
+    float* const xb = buf(ix);
+    ex.phase([&](int, Regs&) { async_wait<0>(); });
+    for (int t = 0; t + 1 < nf; ++t) {
+      const float* src = t == 0 ? xb : buf(is[t]);
+      float* const dst = buf(is[t + 1]);
+      ex.phase([&](int tid, Regs&) {
+        with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
+          small_pass_io<decltype(pc)::value>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0, 0);
+        });
+      });
+    }
+    int cur = ig, oth = ie, nx_i = is[nf - 1], ng_i = nf == 2 ? -1 : is[nf - 2];
+    for (int t = nf - 1; t >= 0; --t) {
+      const bool want_f = ((b.want_f >> t) & 1) != 0, pull = t > 0 || want_gx;
+      if (nf == 2 && t == 0) ng_i = oth;  // not read in mode 0's phase (its pull-back stores ∂ℓ/∂X)
+      float* const nx = more && t == nf - 2 ? buf(nx_i) : nullptr;
+      float* const ng = more && t == (nf == 2 ? 0 : nf - 3) ? buf(ng_i) : nullptr;
+      if (want_f || pull || nx != nullptr || ng != nullptr) {
+        const float* const sb = t == 0 ? xb : buf(is[t]);
+        const float* const hb = buf(cur);
+        float* const ob = buf(oth);
+        const bool final_pass = t == 0;
+        ex.phase([&](int tid, Regs& r) {
+          if (nx != nullptr || ng != nullptr) {
+            if (nx != nullptr) small_issue_x(a, nx, next, tid, nt);
+            if (ng != nullptr) small_issue_rows(a, b.g, b.ldg, b.vec_g, ng, next, tid, nt);
+            async_commit();
+          }
+          with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
+            constexpr int P = decltype(pc)::value;
+            if (want_f) small_dF_pass<P>(a, t, sb, hb, tid, nt, r.acc[t]);
+            if (pull) small_pass_io<P>(a, t, b.f2_off[t], tile, sm, hb, ob, tid, final_pass, a.y, a.ldy, a.vec_y);
+          });
+        });
+      }
+      if (t > 0) {
+        const int c = cur;
+        cur = oth;
+        oth = c;
+      }
+    }
+    // The next tile: X and ∂ℓ/∂Y where they were copied, every other buffer free (the next
+    // tile's first phase is a barrier) for the pair's spare and the states, in index order.
+    int rest[8], nr = 0;
+    for (int k = 0; k < nbuf; ++k)
+      if (k != nx_i && k != ng_i) rest[nr++] = k;
+    ix = nx_i;
+    ig = ng_i;
+    ie = rest[0];
+    for (int t = 1; t < nf; ++t) is[t] = rest[t];
+  }
+  ex.phase([&](int, Regs&) { async_wait<0>(); });  // no copy outlives the tiles; every buffer is free
+  small_bwd_reduce(b, ex, buf(0), block);
+}
+
 }  // namespace sparsekern::kron::detail
