@@ -186,9 +186,6 @@ struct SmallBwdArgs {
   /// Lean pool (nf ≥ 3): X is not kept in shared memory; the first recompute pass runs in place on
   /// it and mode 0's contraction reads X again from global memory (one tile buffer less).
   int lean = 0;
-  /// Fused phases (n + 2 tiles, opt-in): mode t's contraction and pull-back in one phase, the
-  /// pulled-back gradient ping-ponging between two buffers (small_backward_program_fused).
-  int fuse = 0;
 };
 
 /// Arguments of the natural split's mode-0 pass (kron_head.h): out[m, j, l] = Σ_i A[i, j]·in[m, i, l].
@@ -357,7 +354,6 @@ struct Segment {
   bool small_bwd = false;
   int small_nbuf = 0;             ///< tile buffers of the backward's pool
   bool small_lean = false;        ///< the lean pool (SmallBwdArgs::lean)
-  bool small_fuse = false;        ///< fused phases (SmallBwdArgs::fuse)
   // Natural order (forward only, see make_plan's tail split): the segment keeps the modes in
   // place instead of rotating them. The fused tail (modes 1 … n−1, run by the small-factor or the
   // register-tile kernel) reads its input (M, L, s_in) as M·L rows of s_in and writes (M, L, s_out);

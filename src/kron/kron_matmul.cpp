@@ -454,7 +454,6 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
       if (wants(t)) a.want_f |= 1 << t;
     }
     a.lean = seg.small_lean ? 1 : 0;
-    a.fuse = seg.small_fuse ? 1 : 0;
     const int tile = seg.small_rows << a.a.ln;
     SK_EXPECTS(seg.small_nbuf >= 3 && seg.small_nbuf <= 8, "kron: bad small-factor backward plan (",
                seg.small_nbuf, " buffers)");
@@ -996,7 +995,7 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
                         " tiles=", seg.kept_ntiles, " grid=", seg.kept_grid, ka.alias ? " alias" : ""));
     } else if (seg.kind == SegKind::fused && seg.small_bwd) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small-bwd threads=", seg.small_threads,
-                        " rows=", seg.small_rows, " bufs=", seg.small_nbuf, seg.small_lean ? " lean" : "", seg.small_fuse ? " fuse" : "",
+                        " rows=", seg.small_rows, " bufs=", seg.small_nbuf, seg.small_lean ? " lean" : "",
                         " smem=", seg.smem,
                         " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused && seg.small) {

@@ -184,8 +184,6 @@ void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size
                                  [&](auto pmax, auto& ex, float* sm, long long b) {
                                    if (a.lean != 0)
                                      small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
-                                   else if (a.fuse != 0)
-                                     small_backward_program_fused<decltype(pmax)::value>(a, ex, sm, b, grid);
                                    else
                                      small_backward_program<decltype(pmax)::value, false>(a, ex, sm, b, grid);
                                  });

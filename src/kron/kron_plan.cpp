@@ -272,7 +272,6 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 struct FwdSelect {
   int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
   int lean = 0;  ///< small-factor backward: the lean buffer pool (SmallBwdArgs::lean), opt-in
-  int fuse = 0;  ///< small-factor backward: fused phases (SmallBwdArgs::fuse), opt-in
 };
 
 std::mutex g_select_mutex;
@@ -285,7 +284,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
         where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\" "
-        "or \"small:threads=256|128,grid=N,lean=0|1,fuse=0|1\"; got \"",
+        "or \"small:threads=256|128,grid=N,lean=0|1\"; got \"",
         v, "\""));
   };
   FwdSelect sel;
@@ -318,8 +317,8 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
     const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
     char* stop = nullptr;
     const long num = std::strtol(val.c_str(), &stop, 10);
-    if (val.empty() || *stop != '\0' || num < (key == "lean" || key == "fuse" ? 0 : 1) || num > (1 << 20)) throw bad();
-    if (small && key != "threads" && key != "grid" && key != "lean" && key != "fuse") throw bad();
+    if (val.empty() || *stop != '\0' || num < (key == "lean" ? 0 : 1) || num > (1 << 20)) throw bad();
+    if (small && key != "threads" && key != "grid" && key != "lean") throw bad();
     if (key == "tile" && (num == 4 || num == 8))
       sel.tile = static_cast<int>(num);
     else if (key == "rows")
@@ -332,8 +331,6 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
       sel.grid = static_cast<int>(num);
     else if (key == "lean" && small && num <= 1)
       sel.lean = static_cast<int>(num);
-    else if (key == "fuse" && small && num <= 1)
-      sel.fuse = static_cast<int>(num);
     else
       throw bad();
     pos = end + 1;
@@ -370,7 +367,6 @@ std::string select_name(const FwdSelect& sel) {
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
   if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
   if (sel.lean != 0) s += "lean=" + std::to_string(sel.lean) + ",";
-  if (sel.fuse != 0) s += "fuse=" + std::to_string(sel.fuse) + ",";
   s.pop_back();  // the last ',' (or the ':' of a plain "new" / "small")
   return s;
 }
@@ -664,15 +660,13 @@ bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limit
   if (!small_shape(modes, M, lim, sel, s)) return false;
   const long long n = static_cast<long long>(modes.size());
   const bool lean = sel.lean != 0 && n >= 3;  // one tile less: X read again for mode 0 (opt-in, measured slower)
-  const bool fuse = sel.fuse != 0 && !lean;  // fused phases: the ping-pong pair, one tile more at n ≥ 3
-  const long long nbuf = lean ? n : fuse ? n + 2 : n + 1 + (n == 2 ? 1 : 0);
+  const long long nbuf = lean ? n : n + 1 + (n == 2 ? 1 : 0);
   const std::size_t smem = static_cast<std::size_t>(2 * s.fel + nbuf * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
   small_fill(s, smem, M, lim, sel, seg);
   seg.small_bwd = true;
   seg.small_nbuf = static_cast<int>(nbuf);
   seg.small_lean = lean;
-  seg.small_fuse = fuse;
   return true;
 }
 

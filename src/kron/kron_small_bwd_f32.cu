@@ -13,35 +13,29 @@ namespace {
 /// Residency as the forward's kernels (kron_small_fwd_f32.cu): ≤ 128 registers for two 256-thread
 /// or four 128-thread blocks per SM, half that with p = 32; shared memory (several tile buffers per
 /// block) usually caps it lower (the planner's grid follows both).
-/// POOL: 0 the default pool, 1 the lean pool (SmallBwdArgs::lean; opt-in), 2 fused phases
-/// (SmallBwdArgs::fuse; opt-in), each its own instantiation.
-template <int NT, int PMAX, int POOL>
+/// LEAN: the lean buffer pool (SmallBwdArgs::lean; opt-in), its own instantiation.
+template <int NT, int PMAX, bool LEAN>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1))
     kron_small_bwd_kernel(const __grid_constant__ SmallBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_bwd_smem[];
   FastDeviceExec<SmallBwdRegs> ex;
-  float* const sm = reinterpret_cast<float*>(kron_small_bwd_smem);
-  if constexpr (POOL == 2)
-    small_backward_program_fused<PMAX>(a, ex, sm, blockIdx.x, gridDim.x);
-  else
-    small_backward_program<PMAX, POOL == 1>(a, ex, sm, blockIdx.x, gridDim.x);
+  small_backward_program<PMAX, LEAN>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
+                                     gridDim.x);
 }
 
-template <int NT, int PMAX, int POOL>
+template <int NT, int PMAX, bool LEAN>
 void launch_bwd_pl(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, POOL>>(smem, device);
-  kron_small_bwd_kernel<NT, PMAX, POOL><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN>>(smem, device);
+  kron_small_bwd_kernel<NT, PMAX, LEAN><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
 }
 
 template <int NT, int PMAX>
 void launch_bwd_p(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
   if (a.lean != 0)
-    launch_bwd_pl<NT, PMAX, 1>(a, grid, smem, device, stream);
-  else if (a.fuse != 0)
-    launch_bwd_pl<NT, PMAX, 2>(a, grid, smem, device, stream);
+    launch_bwd_pl<NT, PMAX, true>(a, grid, smem, device, stream);
   else
-    launch_bwd_pl<NT, PMAX, 0>(a, grid, smem, device, stream);
+    launch_bwd_pl<NT, PMAX, false>(a, grid, smem, device, stream);
 }
 
 template <int NT>

@@ -543,8 +543,6 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
             assert f" grid={min(int(sel.split('grid=')[1].split(',')[0]), tiles)}" in plan, plan
         if "lean=1" in sel and len(shapes) >= 3:
             assert f"bufs={len(shapes)} lean " in plan, plan
-        if "fuse=1" in sel:  # the ping-pong pair: n + 2 tiles (two modes: 4, as without)
-            assert f"bufs={len(shapes) + 2} fuse " in plan, plan
         g = randn(batch, N, device=device)
         gx, gfs = _native_backward(x, fs, g, want_x, want)
         assert (gx is None) == (not want_x)
@@ -554,19 +552,17 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
 
 
 @pytest.mark.parametrize("sel", ["small", "small:threads=256,grid=2", "small:grid=3", "small:lean=1",
-                                 "small:threads=256,grid=3,lean=1", "small:fuse=1", "small:grid=3,fuse=1",
-                                 "small:threads=256,grid=2,fuse=1"])
+                                 "small:threads=256,grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
 def test_backward_small(device, sel, batch, shapes):
     """∂ℓ/∂x and every ∂ℓ/∂F against float64 (buffers poisoned first): every factor size, mixed
     sizes, 2 to 5 factors, both block sizes, a few blocks with several tiles each (the persistent
-    loop, the next tile's copy, the per-thread sums across tiles); the lean pool and fused phases."""
+    loop, the next tile's copy, the per-thread sums across tiles)."""
     _small_bwd_case(device, sel, batch, shapes)
 
 
-@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1", "small:grid=3,fuse=1"])
-@pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[1], SMALL_SHAPES[2], SMALL_SHAPES[4],
-                                          SMALL_SHAPES[9]])
+@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1"])
+@pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[2], SMALL_SHAPES[4], SMALL_SHAPES[9]])
 def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
     """The CPU emulation with each phase's threads in reverse order: a phase in which one thread
     reads what another writes (a race on the GPU) computes something else in one of the orders."""
@@ -579,13 +575,13 @@ def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
 @pytest.mark.parametrize("want_x,want", [(False, [True, True, True]), (True, [False, False, False]),
                                          (True, [False, True, False]), (False, [False, False, True]),
                                          (False, [True, False, False])])
-@pytest.mark.parametrize("lean", ["", ",lean=1", ",fuse=1"])
+@pytest.mark.parametrize("lean", ["", ",lean=1"])
 def test_backward_small_partial(device, want_x, want, lean):
     """Only some gradients wanted: the others untouched (None), the wanted ones right."""
     _small_bwd_case(device, "small:grid=2" + lean, 13, [(8, 8), (16, 16), (8, 8)], want_x, want)
 
 
-@pytest.mark.parametrize("sel", ["small", "small:grid=4,lean=1", "small:grid=4,fuse=1"])
+@pytest.mark.parametrize("sel", ["small", "small:grid=4,lean=1"])
 def test_backward_small_strided(device, sel):
     """Rows of x, ∂ℓ/∂y and ∂ℓ/∂x with strides that are not multiples of 4 floats and 4-byte
     offsets (no 16-byte vectors; lean: mode 0's contraction reads x that way too), transposed
@@ -641,13 +637,7 @@ def test_backward_small_choice():
         assert "kernel=small-bwd threads=128 rows=1 bufs=4 lean " in _plan(1024, [(8, 8)] * 4, backward=True)
         assert "kernel=small-bwd threads=128 rows=1 bufs=3 lean " in _plan(1024, [(16, 16)] * 3, backward=True)
         assert "kernel=small-bwd threads=128 rows=4 bufs=4 smem" in _plan(1024, [(32, 32)] * 2, backward=True)
-        _C.kron_set_backward_kernel("small:fuse=1")  # the ping-pong pair: n + 2 tiles
-        assert _C.kron_backward_kernel() == "small:fuse=1"
-        assert "kernel=small-bwd threads=128 rows=1 bufs=6 fuse " in _plan(1024, [(8, 8)] * 4, backward=True)
-        assert "kernel=small-bwd threads=128 rows=4 bufs=4 fuse " in _plan(1024, [(32, 32)] * 2, backward=True)
-        _C.kron_set_backward_kernel("small:lean=1,fuse=1")  # lean wins
-        assert "kernel=small-bwd threads=128 rows=1 bufs=4 lean smem" in _plan(1024, [(8, 8)] * 4, backward=True)
-        for bad in ["small:lean=2", "new:lean=1", "small:fuse=2", "new:fuse=1"]:
+        for bad in ["small:lean=2", "new:lean=1"]:
             with pytest.raises(ValueError, match="kernel name"):
                 _C.kron_set_backward_kernel(bad)
     finally:

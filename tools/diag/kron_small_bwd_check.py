@@ -3,13 +3,11 @@ grids (several tiles per block: the buffer rotation and the next tile's copies),
 tiles, both block sizes, every factor width (4 … 32), rows of x and ∂ℓ/∂y not 16-byte aligned, and
 some gradients not wanted; each gradient against float64.
 
-Usage: [KRON_BWD_CHECK_SEL=fuse=1] compute-sanitizer --tool racecheck python tools/diag/kron_small_bwd_check.py
-(KRON_BWD_CHECK_SEL: options added to every case's selection, e.g. fuse=1 for the fused phases)
+Usage: compute-sanitizer --tool racecheck python tools/diag/kron_small_bwd_check.py
 """
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
@@ -24,7 +22,6 @@ CASES = [  # (rows, sizes, selection, strided, needs)
     (10, [8, 16, 8], "small:grid=3", False, [False, True, False, True]),
     (9, [32, 32], "small:grid=2", False, None), (5, [8, 16, 32], "small:threads=256,grid=2", False, None),
 ]
-EXTRA = os.environ.get("KRON_BWD_CHECK_SEL", "")
 failed = 0
 for rows, sizes, sel, strided, needs in CASES:
     N = math.prod(sizes)
@@ -36,7 +33,7 @@ for rows, sizes, sel, strided, needs in CASES:
         gy = torch.randn(rows, N, device=dev)
     fs = [torch.randn(p, p, device=dev) / math.sqrt(p) for p in sizes]
     needs = needs or [True] * (len(sizes) + 1)
-    _C.kron_set_backward_kernel(sel + ("," + EXTRA if EXTRA else ""))
+    _C.kron_set_backward_kernel(sel)
     try:
         got = K._backward(x, fs, gy, needs)
     finally:
