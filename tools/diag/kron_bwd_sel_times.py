@@ -3,11 +3,11 @@ backward-kernel selections, alternated within each round in one process (graph-r
 tools/diag/graphtime.py), with the forward's time and each selection's largest relative error
 against float64. Usage: python kron_bwd_sel_times.py "SEL1;SEL2;..." ROUNDS "BATCH P1,P2,..." ...
 (square fp32 factors, TF32 off; SEL as for _C.kron_set_backward_kernel)"""
-import math
 import sys
 
 import torch
 from graphtime import graph_time  # this folder
+from kron_profile import square_case
 
 from sparsekern import _C
 from sparsekern import kron as K
@@ -19,10 +19,7 @@ g = torch.Generator().manual_seed(0)
 for case in cases:
     b, ps = case.split()
     batch, ps = int(b), [int(v) for v in ps.split(",")]
-    N = math.prod(ps)
-    x = torch.randn(batch, N, generator=g).to(dev)
-    fs = [(torch.randn(p, p, generator=g) / math.sqrt(p)).to(dev) for p in ps]
-    gy = torch.randn(batch, N, generator=g).to(dev)
+    x, fs, gy = square_case(batch, ps, g, dev)
     needs = [True] * (len(ps) + 1)
     x6, f6 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
     want = torch.autograd.grad(K.kron_reference(x6, f6), [x6, *f6], gy.double())

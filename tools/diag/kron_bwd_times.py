@@ -2,11 +2,11 @@
 of the forward, per case, graph-replayed (tools/diag/graphtime.py), with the backward's largest
 relative error against float64. For A/B runs across wheels (tools/diag/lib.sh: diag_ab_wheels).
 Usage: python kron_bwd_times.py "BATCH P1,P2,..." ...   (square fp32 factors, TF32 off)"""
-import math
 import sys
 
 import torch
 from graphtime import graph_time  # this folder
+from kron_profile import square_case
 
 from sparsekern import kron as K
 
@@ -16,10 +16,7 @@ g = torch.Generator().manual_seed(0)
 for case in sys.argv[1:]:
     b, ps = case.split()
     batch, ps = int(b), [int(v) for v in ps.split(",")]
-    N = math.prod(ps)
-    x = torch.randn(batch, N, generator=g).to(dev)
-    fs = [(torch.randn(p, p, generator=g) / math.sqrt(p)).to(dev) for p in ps]
-    gy = torch.randn(batch, N, generator=g).to(dev)
+    x, fs, gy = square_case(batch, ps, g, dev)
     needs = [True] * (len(ps) + 1)
     fwd = graph_time(lambda: K.kron_matmul(x, fs))  # µs per call
     bwd = graph_time(lambda: K._backward(x, fs, gy, needs))
