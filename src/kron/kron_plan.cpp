@@ -78,7 +78,9 @@
 //                                 "small:lean=1" (n ≥ 3, opt-in, measured slower): n tiles, X
 //                                 read again from global memory for mode 0's contraction
 //                                 (8⊗8⊗8⊗8: three blocks per SM; 16⊗16⊗16: four)
-//   grid                        → persistent, as many blocks as are resident at once
+//   grid                        → persistent, as many blocks as are resident at once, one fewer
+//                                 per SM where three fit and the tiles are few (below 8.5 per
+//                                 SM: 1024 × (16⊗16⊗16) 69.0 → 62.4 µs; kSmallBwdFewTiles2)
 //
 // fp32 products that no single kernel above takes but whose modes 1 … n−1 one does (the
 // natural-order split, plan_natural_tail; X's rows, and ∂ℓ/∂X's in the
@@ -556,6 +558,16 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
   return true;
 }
 
+/// The small-factor backward takes one block fewer per SM (where three or more fit) below
+/// kSmallBwdFewTiles2 / 2 = 8.5 tiles per SM. Three blocks with few tiles each finish unevenly (at
+/// 1024 rows of 16⊗16⊗16, one row per tile, 232 of 396 blocks have three tiles and 164 two); two
+/// blocks with more tiles each measured faster until about nine tiles per SM, where three even
+/// blocks win. H200, device µs, three blocks per SM → two (session 33 by grid caps, session 34 by
+/// this rule against the previous plan): 16⊗16⊗16 512 rows 41.5 → 35.7, 768 51.7 → 49.4, 1024
+/// 69.0 → 62.4 (7.8 tiles per SM), but 1188 71.0 → 72.9 (9 per SM: three tiles for every block),
+/// 2048 112 → 114, 4096 206 → 217; 1024 × (8⊗16⊗16) 38.9 → 34.2, (16⊗16⊗8) 42.5 → 37.2.
+constexpr long long kSmallBwdFewTiles2 = 17;
+
 /// What the two small-factor kernels' plans share: the row length N, Σ p², the largest p, threads
 /// per block (128 where a row fits 128 threads' 32 elements, else 256; `sel` may ask for 256) and
 /// rows per tile; false where the kernels do not apply.
@@ -580,13 +592,16 @@ bool small_shape(const std::vector<ModeDims>& modes, long long M, const Limits& 
 
 /// Fills seg's tile and grid fields for a small-factor kernel of `smem` bytes per block. Resident
 /// blocks: two of 256 threads or four of 128 (≤ 128 registers), half that with p = 32 (see
-/// kron_small_fwd_f32.cu), and what shared memory allows; the grid persistent.
+/// kron_small_fwd_f32.cu), and what shared memory allows; the grid persistent. `few_tiles_fewer`
+/// (the backward without a grid override): one block fewer per SM where three or more fit but the
+/// tiles are few, fewer than kSmallBwdFewTiles2 / 2 per SM.
 void small_fill(const SmallShape& s, std::size_t smem, long long M, const Limits& lim, const FwdSelect& sel,
-                Segment& seg) {
+                bool few_tiles_fewer, Segment& seg) {
   const long long by_regs = (s.nt == kThreads ? 2 : 4) / (s.max_p > 16 ? 2 : 1);
-  const long long per_sm =
+  long long per_sm =
       std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
   const long long ntiles = (M + s.rows - 1) / s.rows;
+  if (few_tiles_fewer && per_sm >= 3 && 2 * ntiles < kSmallBwdFewTiles2 * lim.num_sms) --per_sm;
   seg.small_threads = s.nt;
   seg.small_rows = static_cast<int>(s.rows);
   seg.smem = smem;
@@ -609,7 +624,7 @@ bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& l
   if (!small_shape(modes, M, lim, sel, s) || (sel.kernel == 2 && s.max_p > 16)) return false;
   const std::size_t smem = static_cast<std::size_t>(s.fel + 2 * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
-  small_fill(s, smem, M, lim, sel, seg);
+  small_fill(s, smem, M, lim, sel, false, seg);
   seg.small = true;
   return true;
 }
@@ -663,7 +678,7 @@ bool plan_small_bwd(const std::vector<ModeDims>& modes, long long M, const Limit
   const long long nbuf = lean ? n : n + 1 + (n == 2 ? 1 : 0);
   const std::size_t smem = static_cast<std::size_t>(2 * s.fel + nbuf * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
-  small_fill(s, smem, M, lim, sel, seg);
+  small_fill(s, smem, M, lim, sel, sel.grid == 0, seg);
   seg.small_bwd = true;
   seg.small_nbuf = static_cast<int>(nbuf);
   seg.small_lean = lean;

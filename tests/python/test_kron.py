@@ -561,6 +561,26 @@ def test_backward_small(device, sel, batch, shapes):
     _small_bwd_case(device, sel, batch, shapes)
 
 
+def test_backward_small_fewer_blocks_with_few_tiles(device):
+    """Where three blocks per SM fit, the small-factor backward plans one fewer below 8.5 tiles per
+    SM (kron_plan.cpp, kSmallBwdFewTiles2), three from there; right either side of the threshold.
+    Emulated on the CPU: a virtual GPU of 8 SMs."""
+    shapes = [(8, 8), (8, 8), (16, 16)]  # N = 1024: four rows per 128-thread tile, 4 tiles of smem
+    sms = 8 if device.type == "cpu" else torch.cuda.get_device_properties(device).multi_processor_count
+    few = (17 * sms - 1) // 2  # the most tiles below 8.5 per SM
+    grids = {}
+    for tiles in (few, few + 1):
+        plan = _plan(4 * tiles, shapes, backward=True, device=device)
+        assert "kernel=small-bwd" in plan and f" tiles={tiles} " in plan, plan
+        grids[tiles] = int(plan.split(" grid=")[1].split()[0])
+    if grids[few + 1] < 3 * sms:
+        pytest.skip(f"three blocks per SM do not fit this device ({grids[few + 1]} blocks over {sms} SMs)")
+    per_sm = grids[few + 1] // sms
+    assert grids[few + 1] == per_sm * sms and grids[few] == (per_sm - 1) * sms, grids
+    for tiles in (few, few + 1):
+        _small_bwd_case(device, "small", 4 * tiles, shapes)
+
+
 @pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[2], SMALL_SHAPES[4], SMALL_SHAPES[9]])
 def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
