@@ -119,6 +119,14 @@ SK_KRON_FN void sts4(float* p, float a0, float a1, float a2, float a3) {
 }
 
 /// Global memory.
+SK_KRON_FN void stg2(float* p, float a0, float a1) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a0), "f"(a1) : "memory");
+#else
+  p[0] = a0; p[1] = a1;
+#endif
+}
+
 SK_KRON_FN void stg4(float* p, float a0, float a1, float a2, float a3) {
 #if defined(__CUDA_ARCH__)
   asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a0), "f"(a1), "f"(a2), "f"(a3)

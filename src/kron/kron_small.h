@@ -263,8 +263,12 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
     SK_KRON_UNROLL
     for (int i = 0; i < P; ++i) {
       float* o = yr + base[g] + (i << ls);
+      // 16-byte (G = 4) or 8-byte (G = 2: 16 ⊗ …) stores where the rows allow 16-byte ones: one
+      // warp instruction writes whole sectors (as scalars, two instructions wrote every other float).
       if (G == 4 && (kFwd ? a.vec_y : vec_o)) {
         stg4(o, y[g][i][0], y[g][i][1], y[g][i][2], y[g][i][3]);
+      } else if (G == 2 && (kFwd ? a.vec_y : vec_o)) {
+        stg2(o, y[g][i][0], y[g][i][1]);
       } else {
         SK_KRON_UNROLL
         for (int u = 0; u < G; ++u) o[u] = y[g][i][u];
