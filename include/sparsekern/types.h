@@ -75,4 +75,15 @@ int cuda_device_count();
 /// Library version as "MAJOR.MINOR.PATCH".
 const char* version();
 
+/// Threads the CPU implementations use for the calls the calling thread makes from now on (the team
+/// size of their OpenMP parallel regions: OpenMP keeps it per thread, like omp_set_num_threads,
+/// which this calls on the library's OpenMP runtime). A new thread starts at the runtime's default
+/// (OMP_NUM_THREADS, else one per core). Throws InvalidArgument for n < 1; no effect in a build
+/// without OpenMP. The Python package sets it to torch.get_num_threads() in every thread that
+/// calls an op on CPU tensors.
+void set_cpu_threads(int n);
+
+/// The team size the calling thread's next CPU call will use (1 in a build without OpenMP).
+int cpu_threads();
+
 }  // namespace sparsekern

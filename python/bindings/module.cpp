@@ -71,6 +71,9 @@ NB_MODULE(_C, m) {
         "CUDA devices visible to libsparsekern (0 without a driver, never raises)");
   m.def("init_cublas", [](int device) { handles::init_cublas(Device{DeviceType::cuda, device}); },
         nb::arg("device"), "create this thread's cuBLAS handle for `device` now");
+  m.def("set_cpu_threads", &set_cpu_threads, nb::arg("n"),
+        "threads of the CPU ops that the calling thread makes from now on (OpenMP team size)");
+  m.def("cpu_threads", &cpu_threads, "team size of the calling thread's next CPU op");
   m.def("destroy_handles", &handles::destroy_all, "destroy every pooled cuBLAS/cuSPARSE handle");
   m.def("live_handle_count", &handles::live_handle_count);
 

@@ -5,6 +5,8 @@ would redo anyway (no device objects created per call, no dict lookups beyond on
 """
 from __future__ import annotations
 
+import threading
+
 import torch
 import torch.utils.dlpack
 
@@ -150,6 +152,21 @@ def as_dlpack(t):
 _raw_to_dlpack = torch.utils.dlpack.to_dlpack
 
 
+_threads_set = threading.local()
+_torch_threads = torch.get_num_threads
+
+
+def follow_torch_threads() -> None:
+    """Makes the library's CPU ops use torch.get_num_threads() threads, as torch's own do. The
+    library has its own OpenMP runtime (torch's wheel carries another), whose team size is per
+    calling thread: set in each thread that calls an op on CPU tensors, and again whenever torch's
+    count changes (~0.2 µs when unchanged)."""
+    n = _torch_threads()
+    if getattr(_threads_set, "n", 0) != n:
+        _C.set_cpu_threads(n)
+        _threads_set.n = n
+
+
 def _to_dlpack(t: torch.Tensor):
     """``torch.utils.dlpack.to_dlpack`` of `t` with its negative bit resolved. A lazily negated
     view (``torch._neg_view``, the ``.imag`` of a conjugated view) exports its storage without the
@@ -160,6 +177,8 @@ def _to_dlpack(t: torch.Tensor):
     ``_raw_to_dlpack``."""
     if t.is_neg():
         t = t.resolve_neg()
+    if not t.is_cuda:
+        follow_torch_threads()  # every op hands at least one caller tensor through here
     return _raw_to_dlpack(t)
 
 

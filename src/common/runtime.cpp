@@ -1,8 +1,15 @@
 // Library-wide queries: version, backend availability, dtype names.
 #include <sparsekern/types.h>
 
+#include <sparsekern/error.h>
+
+#include <string>
+
 #if SPARSEKERN_WITH_CUDA
 #include <cuda_runtime_api.h>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
 #endif
 
 #ifndef SPARSEKERN_VERSION_STRING
@@ -37,5 +44,20 @@ int cuda_device_count() {
 }
 
 const char* version() { return SPARSEKERN_VERSION_STRING; }
+
+void set_cpu_threads(int n) {
+  if (n < 1) throw InvalidArgument("set_cpu_threads: n must be at least 1; got " + std::to_string(n));
+#if defined(_OPENMP)
+  omp_set_num_threads(n);
+#endif
+}
+
+int cpu_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 }  // namespace sparsekern

@@ -58,3 +58,51 @@ def test_cpu_gemm_kernels(kernel):
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "worst/tol" in r.stdout
+
+
+def test_cpu_ops_follow_torch_threads():
+    """The library's CPU ops run as many OpenMP threads as torch.get_num_threads() (its OpenMP runtime
+    is not torch's, and keeps the team size per calling thread): after torch.set_num_threads, and in
+    a thread started afterwards, whose runtime default would be one thread per core."""
+    import threading
+
+    import torch
+
+    from sparsekern import _C, dense
+    from sparsekern.kron import kron_matmul, kron_reference
+
+    old = torch.get_num_threads()
+    _C.set_cpu_threads(2)
+    if _C.cpu_threads() != 2:
+        pytest.skip("sparsekern built without OpenMP")
+    x, fs = torch.randn(9, 64), [torch.randn(8, 8), torch.randn(8, 8)]
+    want = kron_reference(x.double(), [f.double() for f in fs])
+    try:
+        for n in (1, 3, 2):
+            torch.set_num_threads(n)
+            got = kron_matmul(x, fs)
+            assert _C.cpu_threads() == n
+            torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(dense.matmul(x[:, :8], fs[0]), x[:, :8] @ fs[0], rtol=1e-5, atol=1e-5)
+            assert _C.cpu_threads() == n
+        torch.set_num_threads(1)
+        seen = {}
+
+        def run():
+            got = kron_matmul(x, fs)
+            seen["threads"] = _C.cpu_threads()
+            seen["err"] = ((got.double() - want).norm() / want.norm()).item()
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        assert seen["threads"] == 1 and seen["err"] < 1e-5, seen
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_set_cpu_threads_rejects_zero():
+    from sparsekern import _C
+
+    with pytest.raises(ValueError, match="n must be at least 1"):
+        _C.set_cpu_threads(0)
