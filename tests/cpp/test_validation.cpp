@@ -232,6 +232,13 @@ void backends() {
   SK_CHECK(devices >= 0, "cuda_device_count() = ", devices);
   SK_CHECK(sk::built_with_cuda() == (SPARSEKERN_TEST_WITH_CUDA != 0), "built_with_cuda() = ",
            sk::built_with_cuda());
+  SK_EXPECT_THROW(sk::InvalidArgument, sk::set_cpu_threads(0), "at least 1");
+  const int threads = sk::cpu_threads();
+  SK_CHECK(threads >= 1, "cpu_threads() = ", threads);
+  sk::set_cpu_threads(3);
+  SK_CHECK(sk::cpu_threads() == 3 || sk::cpu_threads() == 1, "cpu_threads() after set_cpu_threads(3) = ",
+           sk::cpu_threads(), " (3, or 1 without OpenMP)");
+  sk::set_cpu_threads(threads);
   if (sk::built_with_cuda()) return;  // CUDA paths are covered by the Python suite on a GPU
 
   SK_CHECK(devices == 0, "a CPU-only build must report 0 CUDA devices");
