@@ -24,6 +24,22 @@ diag_kron_cuda_tests() {
   echo "kron cuda tests: $(tail -1 $OUT/kron_tests.txt)"
   grep -E "^FAILED" $OUT/kron_tests.txt | head -5
 }
+# diag_check LIMIT: `sparsekern check` (every op, on the GPU) into $OUT/check.txt, its exit and totals.
+diag_check() {
+  timeout $(cap $1) python3 -m sparsekern.cli check > $OUT/check.txt 2>&1
+  echo "sparsekern check exit $?: $(tail -1 $OUT/check.txt)"
+  grep -E "FAIL" $OUT/check.txt | head -5
+}
+# diag_ncu_kron_bwd_src LIMIT BATCH P1,P2,...: ncu SourceCounters of the small-factor backward into
+# $OUT/src_bwd_P1xP2....csv (gzip it at the end for offline reading), summed per stall reason and
+# opcode (ncu_sass_mix.py).
+diag_ncu_kron_bwd_src() {
+  local f=$OUT/src_bwd_${3//,/x}.csv
+  timeout $(cap $1) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:kron_small_bwd \
+    --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass \
+    python3 $R/tools/diag/kron_bwd_one.py $2 $3 > $f 2>/dev/null
+  echo "== bwd $2 $3"; python3 $R/tools/diag/ncu_sass_mix.py $f 12
+}
 # diag_kron_bench LIMIT: `sparsekern bench --full --family kron` into $OUT/kron.json, a line per row.
 diag_kron_bench() {
   timeout $(cap $1) python3 -m sparsekern.cli bench --full --family kron --json $OUT/kron.json > $OUT/kron_bench.txt 2>&1

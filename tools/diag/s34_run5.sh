@@ -5,9 +5,6 @@ source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
 diag_kron_bench 380
 python3 -m sparsekern.bench.kron $OUT/kron.json > $OUT/kron_summary.txt 2>&1; tail -13 $OUT/kron_summary.txt
-timeout $(cap 500) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda > $OUT/kron_tests.txt 2>&1
-echo "kron cuda tests: $(tail -1 $OUT/kron_tests.txt)"; grep -E "^FAILED|^ERROR" $OUT/kron_tests.txt | head -8
-timeout $(cap 590) python3 -m sparsekern.cli check > $OUT/check.txt 2>&1
-echo "sparsekern check exit $?: $(tail -2 $OUT/check.txt | tr '\n' ' ')"
-grep -iE "fail" $OUT/check.txt | head -5
+diag_kron_cuda_tests 500
+diag_check 590
 echo "total $((SECONDS - T0))s"

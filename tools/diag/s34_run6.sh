@@ -5,11 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
 for c in "8,8,8,8" "16,16,16"; do
-  f=$OUT/src_bwd_${c//,/x}.csv
-  timeout $(cap 200) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:kron_small_bwd \
-    --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass \
-    python3 $R/tools/diag/kron_bwd_one.py 1024 $c > $f 2>/dev/null
-  echo "== bwd 1024 $c"; python3 $R/tools/diag/ncu_sass_mix.py $f 12
+  diag_ncu_kron_bwd_src 200 1024 $c
   timeout $(cap 300) ncu --section SpeedOfLight --section Occupancy --section SchedulerStats --section LaunchStats \
     --kernel-name regex:kron_small_bwd --launch-skip 2 --launch-count 1 python3 $R/tools/diag/kron_bwd_one.py 1024 $c \
     > $OUT/sec_bwd_${c//,/x}.txt 2>&1

@@ -10,6 +10,5 @@ timeout $(cap 420) python3 -m pytest $T/test_cpu_gemm.py -q -p no:cacheprovider 
 wait
 diag_all_cuda_tests_report
 echo "threads_tests: $(tail -1 $OUT/threads_tests.txt)"; grep -E "^FAILED|^E " $OUT/threads_tests.txt | head -5
-timeout $(cap 560) python3 -m sparsekern.cli check > $OUT/check.txt 2>&1
-echo "sparsekern check exit $?: $(tail -1 $OUT/check.txt)"
+diag_check 560
 echo "total $((SECONDS - T0))s"
