@@ -10,7 +10,6 @@
 #include <limits>
 #include <vector>
 
-#include "../common/check.h"
 #include "../common/cpu_gemm.h"
 #include "../common/dispatch.h"
 #include "../common/thread_scratch.h"
@@ -174,36 +173,19 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
   }
 }
 
-/// Checks a.elems against the instantiations the GPU has (kron_small_fwd_f32.cu: 16 with p ≤ 16).
-void check_small_elems(const SmallArgs& a, bool lean) {
-  SK_EXPECTS(a.elems == kSmallE || (a.elems == 16 && a.pmax <= 16 && !lean), "kron: small-factor kernel with ",
-             a.elems, " elements per thread (largest p ", a.pmax, lean ? ", lean pool)" : ")");
-}
-
 void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
-  check_small_elems(a, false);
   run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto pmax, auto& ex, float* sm, long long b) {
-    constexpr int PMAX = decltype(pmax)::value;
-    if constexpr (PMAX <= 16) {
-      if (a.elems == 16) return small_forward_program<PMAX, 16>(a, ex, sm, b, grid);
-    }
-    small_forward_program<PMAX>(a, ex, sm, b, grid);
+    small_forward_program<decltype(pmax)::value>(a, ex, sm, b, grid);
   });
 }
 
 void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
-  check_small_elems(a.a, a.lean != 0);
   run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
                                  [&](auto pmax, auto& ex, float* sm, long long b) {
-                                   constexpr int PMAX = decltype(pmax)::value;
-                                   if constexpr (PMAX <= 16) {
-                                     if (a.a.elems == 16)
-                                       return small_backward_program<PMAX, false, 16>(a, ex, sm, b, grid);
-                                   }
                                    if (a.lean != 0)
-                                     small_backward_program<PMAX, true>(a, ex, sm, b, grid);
+                                     small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
                                    else
-                                     small_backward_program<PMAX, false>(a, ex, sm, b, grid);
+                                     small_backward_program<decltype(pmax)::value, false>(a, ex, sm, b, grid);
                                  });
 }
 

@@ -274,7 +274,6 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 struct FwdSelect {
   int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
   int lean = 0;  ///< small-factor backward: the lean buffer pool (SmallBwdArgs::lean), opt-in
-  int elems = 0;  ///< small-factor kernels: elements per thread and row, 16 or 32 (0 = the planner's)
 };
 
 std::mutex g_select_mutex;
@@ -287,7 +286,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
         where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\" "
-        "or \"small:threads=256|128,grid=N,lean=0|1,elems=16|32\"; got \"",
+        "or \"small:threads=256|128,grid=N,lean=0|1\"; got \"",
         v, "\""));
   };
   FwdSelect sel;
@@ -321,7 +320,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
     char* stop = nullptr;
     const long num = std::strtol(val.c_str(), &stop, 10);
     if (val.empty() || *stop != '\0' || num < (key == "lean" ? 0 : 1) || num > (1 << 20)) throw bad();
-    if (small && key != "threads" && key != "grid" && key != "lean" && key != "elems") throw bad();
+    if (small && key != "threads" && key != "grid" && key != "lean") throw bad();
     if (key == "tile" && (num == 4 || num == 8))
       sel.tile = static_cast<int>(num);
     else if (key == "rows")
@@ -334,8 +333,6 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
       sel.grid = static_cast<int>(num);
     else if (key == "lean" && small && num <= 1)
       sel.lean = static_cast<int>(num);
-    else if (key == "elems" && small && (num == 16 || num == 32))
-      sel.elems = static_cast<int>(num);
     else
       throw bad();
     pos = end + 1;
@@ -372,7 +369,6 @@ std::string select_name(const FwdSelect& sel) {
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
   if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
   if (sel.lean != 0) s += "lean=" + std::to_string(sel.lean) + ",";
-  if (sel.elems != 0) s += "elems=" + std::to_string(sel.elems) + ",";
   s.pop_back();  // the last ',' (or the ':' of a plain "new" / "small")
   return s;
 }
@@ -572,13 +568,12 @@ bool plan_fast(const std::vector<ModeDims>& modes, long long M, const Limits& li
 /// 2048 112 → 114, 4096 206 → 217; 1024 × (8⊗16⊗16) 38.9 → 34.2, (16⊗16⊗8) 42.5 → 37.2.
 constexpr long long kSmallBwdFewTiles2 = 17;
 
-/// What the two small-factor kernels' plans share: the row length N, Σ p², the largest p, elements
-/// per thread and row (32; 16 where `sel` asks for it, every p ≤ 16 and a row fits 256 threads'),
-/// threads per block (128 where a row fits 128 threads' elements, else 256; `sel` may ask for 256)
-/// and rows per tile; false where the kernels do not apply.
+/// What the two small-factor kernels' plans share: the row length N, Σ p², the largest p, threads
+/// per block (128 where a row fits 128 threads' 32 elements, else 256; `sel` may ask for 256) and
+/// rows per tile; false where the kernels do not apply.
 struct SmallShape {
   long long N = 1, fel = 0, max_p = 1, rows = 0;
-  int nt = 128, elems = 32;
+  int nt = 128;
 };
 
 bool small_shape(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
@@ -589,10 +584,9 @@ bool small_shape(const std::vector<ModeDims>& modes, long long M, const Limits& 
     s.fel += d.p * d.p;
     s.max_p = std::max(s.max_p, d.p);
   }
-  s.elems = sel.elems == 16 && s.max_p <= 16 && s.N <= 16LL * kThreads ? 16 : 32;
   s.nt = sel.threads != 0 ? sel.threads : 128;
-  if (s.N > s.elems * static_cast<long long>(s.nt)) s.nt = kThreads;  // 128 threads cover 128 · elems per row
-  s.rows = s.elems * static_cast<long long>(s.nt) / s.N;
+  if (s.N > 32LL * s.nt) s.nt = kThreads;  // 128 threads cover at most 4096 elements per row
+  s.rows = 32LL * s.nt / s.N;
   return s.rows >= 1;
 }
 
@@ -610,7 +604,6 @@ void small_fill(const SmallShape& s, std::size_t smem, long long M, const Limits
   if (few_tiles_fewer && per_sm >= 3 && 2 * ntiles < kSmallBwdFewTiles2 * lim.num_sms) --per_sm;
   seg.small_threads = s.nt;
   seg.small_rows = static_cast<int>(s.rows);
-  seg.small_elems = s.elems;
   seg.smem = smem;
   seg.tm = static_cast<int>(s.rows);
   seg.tl = 1;

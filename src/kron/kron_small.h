@@ -43,10 +43,7 @@ namespace sparsekern::kron::detail {
 /// its own elements between two barriers).
 struct SmallRegs {};
 
-/// Elements a thread owns per row in a pass (the kernels' default, SmallArgs::elems = 32). The
-/// passes and programs take E as a template parameter: E = 16 (SmallArgs::elems = 16, p ≤ 16) gives
-/// a row twice the threads, so a tile of the same rows runs twice the warps with half the
-/// registers each (the backward's selection "small:elems=16"; see kron_plan.cpp).
+/// Elements a thread owns per row in a pass.
 constexpr int kSmallE = 32;
 
 /// Shared-memory position of element e of a tile (see the file comment): the 16-byte chunk index
@@ -169,16 +166,15 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
 /// `dst` (same layout; dst = buf: in place) or, in a final pass, to `out` (row stride ldo, vec_o:
 /// 16-byte stores allowed). kFwd (the forward's call) reads these from `a` instead: the forward's
 /// SASS stays exactly as it was measured (session 11 compared it).
-template <int P, bool kFwd = false, int E = kSmallE>
+template <int P, bool kFwd = false>
 SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long tile, const float* sm, const float* buf,
                               float* dst, int tid, bool final_pass, float* out, long long ldo, int vec_o) {
-  constexpr int V = E / P;
-  static_assert(V >= 1, "a thread's elements per row must hold a whole fiber");
+  constexpr int V = kSmallE / P;
   constexpr int G = V < 4 ? V : 4;
   constexpr int LP = ilog2c(P), LG = ilog2c(G);
   const SmallMode& md = a.md[t];
   const int ls = md.ls;  // log2 s
-  const int lT = a.ln - ilog2c(E);  // log2 threads per row
+  const int lT = a.ln - 5;  // log2 threads per row
   const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
   // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
   // fiber's (the buffer's own address then adds in the load's addressing). For s > 1 the elements
@@ -281,10 +277,10 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
   }
 }
 
-template <int P, int E = kSmallE>
+template <int P>
 SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
                            bool final_pass) {
-  small_pass_io<P, true, E>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0, 0);
+  small_pass_io<P, true>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0, 0);
 }
 
 /// Calls f(IntC<p>) for p ≤ PMAX (the planner's largest p: a kernel holds only the passes it can
@@ -321,8 +317,7 @@ SK_KRON_FN void small_store_t0(const SmallArgs& a, const float* buf, long long t
 }
 
 /// The block program. `Exec` as in kron_fast.h (phase: f(tid, regs) on every thread, then a barrier).
-/// E: elements per thread and row (a.elems; 16 only with PMAX ≤ 16).
-template <int PMAX, int E = kSmallE, class Exec>
+template <int PMAX, class Exec>
 SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* sm, long long block,
                                            long long grid) {
   using Regs = SmallRegs;
@@ -352,7 +347,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
           async_commit();
         }
         if (last && nf == 2 && a.t0 != nullptr) small_store_t0(a, cur, tile, tid, nt);
-        with_small_p<PMAX>(a.md[t].p, [&](auto pc) { small_pass<decltype(pc)::value, E>(a, t, tile, sm, cur, tid, last); });
+        with_small_p<PMAX>(a.md[t].p, [&](auto pc) { small_pass<decltype(pc)::value>(a, t, tile, sm, cur, tid, last); });
       });
       if (!last) ex.sync();
     }

@@ -22,7 +22,7 @@
 // block's tiles. After the last tile the block adds its threads' sums (fixed order: deterministic)
 // into its partial ∂ℓ/∂Fₜ, and one reduction launch sums the blocks' partials (as the other fused
 // backwards do).
-// Shared memory: both factor copies and a pool of n + 1 tiles of E·threads floats (n + 2 for two
+// Shared memory: both factor copies and a pool of n + 1 tiles of 32·threads floats (n + 2 for two
 // modes): X, ∂ℓ/∂Y and the states S⁽¹⁾ … S⁽ⁿ⁻¹⁾; the next tile's X and ∂ℓ/∂Y load into the first
 // states that die, during this tile's later passes (small_backward_program).
 // Lean pool (SmallBwdArgs::lean, n ≥ 3, opt-in; measured slower at every shape tried, see below): n tiles. X arrives in S⁽¹⁾'s
@@ -78,8 +78,7 @@ SK_KRON_FN void small_dF_group(const float (&sv)[4][4], const float (&hv)[4][4],
 /// vector loads for 64 FFMAs (session 11's pass loaded the same elements one float at a time, each
 /// address a full swizzle: ~4 instructions per FFMA).
 /// Which fibers. Thread (blk, sl) takes fibers (s = 1) or groups (s > 1) q = sl + i·slices. A tile
-/// is E·nt elements, so that is i < E·P/16 fibers or i < E·P/64 groups (E = 32: 2P and P/2), known
-/// at compile time: the groups
+/// is 32·nt elements, so that is i < 2P fibers or i < P/2 groups, known at compile time: the groups
 /// unroll, the fibers go four at a time. q ↦ its first element is a relocation of q's bits (a shift
 /// for s = 1; for s > 1 the bits of the group index within a row, shifted by 2 with P's bits
 /// inserted at log2 s, and the row above), and the swizzle is linear over GF(2), so the offset of
@@ -89,7 +88,7 @@ SK_KRON_FN void small_dF_group(const float (&sv)[4][4], const float (&hv)[4][4],
 /// runtime division for the slices had made these passes execute more integer instructions than
 /// FFMAs. With the 2P fibers unrolled too, 4096 × (16⊗16⊗16) ran 2% slower than before; with
 /// both walks four at a time ptxas spilled 36 bytes at p = 16 (this form: none at p ≤ 16).
-template <int P, int E = kSmallE>
+template <int P>
 SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const float* hb, int tid, int nt,
                               float* acc) {
   constexpr int LP = ilog2c(P), LPB = ilog2c(P / 4);
@@ -105,8 +104,7 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
   if (ls == 0) {
     // Fiber q of the tile starts at element q·P (rows are whole fibers); a0 and j0 are multiples
     // of 4, so each operand is one 16-byte vector.
-    constexpr int I = E * P / 16, U = 4, LU = 2;  // fibers per thread (≥ 4), visited four at a time
-    static_assert(I % U == 0, "fibers per thread must be a multiple of four");
+    constexpr int I = 2 * P, U = 4, LU = 2;  // fibers per thread (≥ 8), visited four at a time
     int bk[LU];
     SK_KRON_UNROLL
     for (int k = 0; k < LU; ++k) bk[k] = small_swz(1 << (lsl + k + LP)) << 2;
@@ -134,15 +132,14 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
   } else {
     // Group q = four fibers f = 4q … 4q + 3 (lo = f mod s, consecutive: s ≥ 4), fiber f starting at
     // element hi·P·s + lo of its row, hi = f / s.
-    constexpr int I = E * P / 64, LI = ilog2c(I);  // groups per thread (1 … 16), all unrolled
-    static_assert(I >= 1, "a thread needs a group of fibers");
+    constexpr int I = P / 2, LI = ilog2c(I);  // groups per thread (2 … 16), all unrolled
     const int lg = a.ln - LP - 2;  // log2 groups per row
     const int lo_mask = (1 << ls) - 1;
     auto first = [&](int q) {  // byte offset of group q's first element
       const int r = q >> lg, f = (q & ((1 << lg) - 1)) << 2;
       return small_swz((r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask)) << 2;
     };
-    int bk[LI > 0 ? LI : 1] = {};
+    int bk[LI];
     SK_KRON_UNROLL
     for (int k = 0; k < LI; ++k) bk[k] = first(1 << (lsl + k));
     const int b0 = first(sl);
@@ -266,9 +263,8 @@ SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch
 /// and this tile's X, ∂ℓ/∂Y and remaining states become the next tile's states. The role indices
 /// are the same in every thread (computed outside the phases).
 /// LEAN: the lean pool (SmallBwdArgs::lean, which must agree), a separate instantiation so that
-/// the default pool's code is exactly what was measured. E: elements per thread and row
-/// (a.a.elems, which must agree; 16 only with PMAX ≤ 16).
-template <int PMAX, bool LEAN, int E = kSmallE, class Exec>
+/// the default pool's code is exactly what was measured.
+template <int PMAX, bool LEAN, class Exec>
 SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
                                             long long grid) {
   using Regs = SmallBwdRegs;
@@ -313,8 +309,7 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
       float* const dst = buf(is[t + 1]);
       ex.phase([&](int tid, Regs&) {
         with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
-          small_pass_io<decltype(pc)::value, false, E>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr,
-                                                        0, 0);
+          small_pass_io<decltype(pc)::value>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0, 0);
         });
       });
     }
@@ -327,9 +322,9 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
               if (t == 0)  // X is no longer in shared memory: from global memory (L2)
                 small_dF_pass_x<decltype(pc)::value>(a, tile, gb, tid, nt, r.acc[0]);
               else
-                small_dF_pass<decltype(pc)::value, E>(a, t, sb, gb, tid, nt, r.acc[t]);
+                small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
             } else {
-              small_dF_pass<decltype(pc)::value, E>(a, t, sb, gb, tid, nt, r.acc[t]);
+              small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
             }
           });
         });
@@ -348,8 +343,8 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
             async_commit();
           }
           with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
-            small_pass_io<decltype(pc)::value, false, E>(a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y,
-                                                         a.ldy, a.vec_y);
+            small_pass_io<decltype(pc)::value>(a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y, a.ldy,
+                                               a.vec_y);
           });
         });
       }

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 
-#include "../common/check.h"
 #include "../common/cuda_check.h"
 #include "kron_small_bwd.h"
 
@@ -14,35 +13,25 @@ namespace {
 /// Residency as the forward's kernels (kron_small_fwd_f32.cu): ≤ 128 registers for two 256-thread
 /// or four 128-thread blocks per SM, half that with p = 32; shared memory (several tile buffers per
 /// block) usually caps it lower (the planner's grid follows both).
-/// LEAN: the lean buffer pool (SmallBwdArgs::lean; opt-in), its own instantiation. E: elements
-/// per thread and row (SmallArgs::elems): 16 only without LEAN and with PMAX ≤ 16 (the planner's).
-template <int NT, int PMAX, bool LEAN, int E>
+/// LEAN: the lean buffer pool (SmallBwdArgs::lean; opt-in), its own instantiation.
+template <int NT, int PMAX, bool LEAN>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1))
     kron_small_bwd_kernel(const __grid_constant__ SmallBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_bwd_smem[];
   FastDeviceExec<SmallBwdRegs> ex;
-  small_backward_program<PMAX, LEAN, E>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
-                                        gridDim.x);
+  small_backward_program<PMAX, LEAN>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
+                                     gridDim.x);
 }
 
-template <int NT, int PMAX, bool LEAN, int E = kSmallE>
+template <int NT, int PMAX, bool LEAN>
 void launch_bwd_pl(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN, E>>(smem, device);
-  kron_small_bwd_kernel<NT, PMAX, LEAN, E><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN>>(smem, device);
+  kron_small_bwd_kernel<NT, PMAX, LEAN><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
 }
 
 template <int NT, int PMAX>
 void launch_bwd_p(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  if constexpr (PMAX <= 16) {
-    if (a.a.elems == 16) {
-      SK_EXPECTS(a.lean == 0, "kron: the small-factor backward has no lean pool with 16 elements per thread");
-      launch_bwd_pl<NT, PMAX, false, 16>(a, grid, smem, device, stream);
-      return;
-    }
-  }
-  SK_EXPECTS(a.a.elems == kSmallE, "kron: small-factor backward with ", a.a.elems, " elements per thread (p ≤ ",
-             PMAX, ")");
   if (a.lean != 0)
     launch_bwd_pl<NT, PMAX, true>(a, grid, smem, device, stream);
   else

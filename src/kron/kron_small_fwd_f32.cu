@@ -4,7 +4,6 @@
 
 #include <cstddef>
 
-#include "../common/check.h"
 #include "../common/cuda_check.h"
 #include "kron_small.h"
 
@@ -16,32 +15,18 @@ namespace {
 /// PMAX: the largest factor width the instantiation handles (8, 16 or 32; see with_small_p). With
 /// p = 32 a pass needs more than 128 registers without spills (32 inputs, 32 outputs, a factor
 /// row): half the blocks per SM there (the planner's grid follows).
-/// E: elements per thread and row (SmallArgs::elems), 16 only with PMAX ≤ 16.
-template <int NT, int PMAX, int E>
+template <int NT, int PMAX>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)) kron_small_kernel(const __grid_constant__ SmallArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
   FastDeviceExec<SmallRegs> ex;
-  small_forward_program<PMAX, E>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
-}
-
-template <int NT, int PMAX, int E = kSmallE>
-void launch_small_pe(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  fast_opt_in_smem<kron_small_kernel<NT, PMAX, E>>(smem, device);
-  kron_small_kernel<NT, PMAX, E><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
-  SK_CUDA_CHECK_LAUNCH();
+  small_forward_program<PMAX>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
 }
 
 template <int NT, int PMAX>
 void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  if constexpr (PMAX <= 16) {
-    if (a.elems == 16) {
-      launch_small_pe<NT, PMAX, 16>(a, grid, smem, device, stream);
-      return;
-    }
-  }
-  SK_EXPECTS(a.elems == kSmallE, "kron: small-factor forward with ", a.elems, " elements per thread (p ≤ ", PMAX,
-             ")");
-  launch_small_pe<NT, PMAX>(a, grid, smem, device, stream);
+  fast_opt_in_smem<kron_small_kernel<NT, PMAX>>(smem, device);
+  kron_small_kernel<NT, PMAX><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  SK_CUDA_CHECK_LAUNCH();
 }
 
 template <int NT>

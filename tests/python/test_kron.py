@@ -336,26 +336,13 @@ SMALL_SHAPES = [
 ]
 
 
-def _small_elems(sel, shapes):
-    """Elements per thread and row that the small-factor planner takes for `sel` (kron_plan.cpp,
-    small_shape): 16 where asked for, every p <= 16 and a row fits 256 threads' 16, else 32."""
-    N = math.prod(p for p, _ in shapes)
-    return 16 if "elems=16" in sel and max(p for p, _ in shapes) <= 16 and N <= 16 * 256 else 32
-
-
-def _small_threads(sel, shapes):
-    N, E = math.prod(p for p, _ in shapes), _small_elems(sel, shapes)
-    return 128 if "threads=256" not in sel and N <= 128 * E else 256
-
-
 @pytest.mark.parametrize("sel", ["small", "small:threads=128", "small:threads=256,grid=2",
-                                 "small:threads=128,grid=3", "small:grid=3,elems=16"])
+                                 "small:threads=128,grid=3"])
 @pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
 def test_forward_small(device, sel, batch, shapes):
-    """The small-factor forward against float64: both block sizes, 16 or 32 elements per thread, a
-    few blocks with several tiles each (the persistent loop and the copy of the next tile into the
-    buffer the last one read), x through strided unaligned rows (4-byte copies) and into an output
-    with odd strides."""
+    """The small-factor forward against float64: both block sizes, a few blocks with several tiles
+    each (the persistent loop and the copy of the next tile into the buffer the last one read), x
+    through strided unaligned rows (4-byte copies) and into an output with odd strides."""
     _C.kron_set_forward_kernel(sel)
     try:
         assert _C.kron_forward_kernel() == sel
@@ -363,11 +350,12 @@ def test_forward_small(device, sel, batch, shapes):
         plan = _fwd_plan(x, fs)
         assert "kernel=small" in plan, plan
         N = math.prod(p for p, _ in shapes)
-        threads, E = _small_threads(sel, shapes), _small_elems(sel, shapes)
-        assert f"threads={threads}{' elems=16' if E == 16 else ''} rows={threads * E // N} " in plan, plan
+        threads = 128 if "threads=128" in sel and N <= 4096 else 256
+        if "threads=" in sel:
+            assert f"threads={threads} " in plan
         if "grid=" in sel:
-            tiles = -(-batch // (threads * E // N))
-            assert f" grid={min(int(sel.split('grid=')[1].split(',')[0]), tiles)}" in plan
+            tiles = -(-batch // (threads * 32 // N))
+            assert f" grid={min(int(sel.split('grid=')[1]), tiles)}" in plan
         ref = _reference(x, fs)
         assert rel_error(kron_matmul(x, fs), ref) <= _tol(torch.float32, device, 2)
         xs = randn(batch, N + 3, device=device)[:, 1:N + 1]
@@ -548,10 +536,10 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
         plan = _plan(batch, shapes, backward=True, device=device)
         assert "kernel=small-bwd" in plan, plan
         N = math.prod(p for p, _ in shapes)
-        threads, E = _small_threads(sel, shapes), _small_elems(sel, shapes)
-        assert f"threads={threads}{' elems=16' if E == 16 else ''} rows={threads * E // N} " in plan, plan
+        threads = 128 if "threads=256" not in sel and N <= 4096 else 256
+        assert f"threads={threads} rows={threads * 32 // N} " in plan, plan
         if "grid=" in sel:
-            tiles = -(-batch // (threads * E // N))
+            tiles = -(-batch // (threads * 32 // N))
             assert f" grid={min(int(sel.split('grid=')[1].split(',')[0]), tiles)}" in plan, plan
         if "lean=1" in sel and len(shapes) >= 3:
             assert f"bufs={len(shapes)} lean " in plan, plan
@@ -564,8 +552,7 @@ def _small_bwd_case(device, sel, batch, shapes, want_x=True, want=None):
 
 
 @pytest.mark.parametrize("sel", ["small", "small:threads=256,grid=2", "small:grid=3", "small:lean=1",
-                                 "small:threads=256,grid=3,lean=1", "small:grid=3,elems=16",
-                                 "small:threads=256,grid=2,elems=16"])
+                                 "small:threads=256,grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", SMALL_SHAPES)
 def test_backward_small(device, sel, batch, shapes):
     """∂ℓ/∂x and every ∂ℓ/∂F against float64 (buffers poisoned first): every factor size, mixed
@@ -594,7 +581,7 @@ def test_backward_small_fewer_blocks_with_few_tiles(device):
         _small_bwd_case(device, "small", 4 * tiles, shapes)
 
 
-@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1", "small:grid=3,elems=16"])
+@pytest.mark.parametrize("sel", ["small", "small:grid=3", "small:grid=3,lean=1"])
 @pytest.mark.parametrize("batch,shapes", [SMALL_SHAPES[0], SMALL_SHAPES[2], SMALL_SHAPES[4], SMALL_SHAPES[9]])
 def test_backward_small_thread_order(device, monkeypatch, sel, batch, shapes):
     """The CPU emulation with each phase's threads in reverse order: a phase in which one thread

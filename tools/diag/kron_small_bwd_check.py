@@ -21,10 +21,6 @@ CASES = [  # (rows, sizes, selection, strided, needs)
     (11, [16, 8, 8], "small:grid=2", True, None), (7, [4, 4, 4, 4, 4], "small:grid=1", False, None),
     (10, [8, 16, 8], "small:grid=3", False, [False, True, False, True]),
     (9, [32, 32], "small:grid=2", False, None), (5, [8, 16, 32], "small:threads=256,grid=2", False, None),
-    # 16 elements per thread (session 35): 256 threads per 4096-wide row, 128 per 2048-wide
-    (13, [8, 8, 8, 8], "small:grid=3,elems=16", False, None), (9, [16, 16, 16], "small:grid=2,elems=16", True, None),
-    (11, [16, 8, 16], "small:grid=2,elems=16", False, [True, False, True, True]),
-    (7, [4, 4, 4, 4, 4], "small:grid=1,elems=16", False, None),
 ]
 failed = 0
 for rows, sizes, sel, strided, needs in CASES:
