@@ -266,3 +266,22 @@ def test_long_cpu_ops_let_other_python_threads_run(family):
         time.sleep(0.0005)
     th.join()
     assert turns >= 10, turns
+
+
+def test_read_only_arrays_are_refused_with_a_type_error():
+    """nanobind's ndarray arguments take writable arrays only, inputs included: a read-only NumPy
+    array (np.frombuffer of bytes, a read-only memmap) is refused before the op runs, with a
+    TypeError, and nothing is written; a writable copy of it runs (README, `sparsekern._C`)."""
+    np = pytest.importorskip("numpy")
+    a = np.frombuffer(np.arange(12, dtype=np.float32).tobytes(), dtype=np.float32).reshape(3, 4)
+    assert not a.flags.writeable
+    b = np.ones((4, 2), np.float32)
+    out = np.full((3, 2), np.nan, np.float32)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        _C.gemm(a, b, out)
+    assert np.isnan(out).all()
+    ro_out = np.frombuffer(np.zeros(6, np.float32).tobytes(), dtype=np.float32).reshape(3, 2)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        _C.gemm(a.copy(), b, ro_out)
+    _C.gemm(a.copy(), b, out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-6)
