@@ -82,14 +82,16 @@ MatrixView matrix2d(const AnyArray& a, const char* name) {
 
 dense::Fp32Math math(bool allow_tf32) { return allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee; }
 
-void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int64_t cols,
+void dds(const InArray& a_in, const InArray& values_in, std::int64_t rows, std::int64_t cols,
          std::int64_t block, const nb::object& row_offsets, const nb::object& col_indices,
          const nb::object& col_offsets, const nb::object& rows_by_col,
          const nb::object& blocks_by_col, bool transpose, const nb::object& bias,
-         const AnyArray& out, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
+         const nb::object& out_obj, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
          std::size_t workspace_bytes) {
+  const AnyArray a(a_in), values(values_in);
   bsr::DdsParams p;
   Held held;
+  const AnyArray out = out_array(out_obj, "out");
   p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
                     rows_by_col, blocks_by_col, &p.dtype, &p.device, held);
   check_same(a, "a", p.dtype, p.device);
@@ -115,13 +117,15 @@ void dds(const AnyArray& a, const AnyArray& values, std::int64_t rows, std::int6
   bsr::dds(p, as_stream(stream));
 }
 
-void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int64_t block,
+void dsd(const InArray& values_in, std::int64_t rows, std::int64_t cols, std::int64_t block,
          const nb::object& row_offsets, const nb::object& col_indices,
          const nb::object& col_offsets, const nb::object& rows_by_col,
-         const nb::object& blocks_by_col, bool transpose, const AnyArray& b, const AnyArray& out,
+         const nb::object& blocks_by_col, bool transpose, const InArray& b_in, const nb::object& out_obj,
          bool allow_tf32, std::uintptr_t stream) {
+  const AnyArray values(values_in), b(b_in);
   bsr::DsdParams p;
   Held held;
+  const AnyArray out = out_array(out_obj, "out");
   p.s = sparse_view(values, rows, cols, block, row_offsets, col_indices, nb::none(), col_offsets,
                     rows_by_col, blocks_by_col, &p.dtype, &p.device, held);
   check_same(b, "b", p.dtype, p.device);
@@ -138,13 +142,15 @@ void dsd(const AnyArray& values, std::int64_t rows, std::int64_t cols, std::int6
   bsr::dsd(p, as_stream(stream));
 }
 
-void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t cols,
+void sdd(const InArray& a_in, const InArray& b_in, std::int64_t rows, std::int64_t cols,
          std::int64_t block, const nb::object& row_indices, const nb::object& col_indices,
-         const AnyArray& out_values, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
+         const nb::object& out_values_obj, bool allow_tf32, std::uintptr_t stream, std::uintptr_t workspace,
          std::size_t workspace_bytes, const nb::object& row_offsets, const nb::object& a_row_sums,
          std::uintptr_t row_sums_workspace, std::size_t row_sums_workspace_bytes) {
+  const AnyArray a(a_in), b(b_in);
   bsr::SddParams p;
   Held held;
+  const AnyArray out_values = out_array(out_values_obj, "out_values");
   p.pattern = sparse_view(out_values, rows, cols, block, row_offsets, col_indices, row_indices,
                           nb::none(), nb::none(), nb::none(), &p.dtype, &p.device, held);
   p.out_values = const_cast<void*>(p.pattern.values);
@@ -157,7 +163,7 @@ void sdd(const AnyArray& a, const AnyArray& b, std::int64_t rows, std::int64_t c
   p.fp32_math = math(allow_tf32);
   p.workspace = Workspace{reinterpret_cast<void*>(workspace), workspace_bytes};
   if (!a_row_sums.is_none()) {
-    const AnyArray& r = hold(held, a_row_sums);
+    const AnyArray r = hold_out(held, a_row_sums, "a_row_sums");
     check_same(r, "a_row_sums", p.dtype, p.device);
     check_no_overlap(r, "a_row_sums", a, "a");
     check_no_overlap(r, "a_row_sums", b, "b");

@@ -17,7 +17,12 @@ namespace sparsekern::bindings {
 
 namespace nb = nanobind;
 using Array = nb::ndarray<nb::device::cpu, nb::device::cuda>;  // any dtype, any strides
+/// The helpers' array type (writable: what an op writes arrives as this).
 using AnyArray = nb::ndarray<>;
+/// An operand the op only reads: arrays flagged read-only (a read-only NumPy array, a read-only
+/// DLPack export) are accepted too, which nanobind's default (writable) refuses. The binding takes
+/// it as `x_in` and works on `const AnyArray x(x_in)`: the same array, never written through.
+using InArray = nb::ndarray<nb::ro>;
 
 /// dtype of `a`, or TypeMismatch naming `name` for anything but f16/bf16/f32/f64.
 DType dtype_of(const AnyArray& a, const char* name);
@@ -83,10 +88,32 @@ inline void check_no_overlap(const AnyArray& out, const char* out_name, const An
 /// ndarray must outlive the kernel's use of the pointer taken from it, or the memory is freed first.
 using Held = std::vector<AnyArray>;
 
-/// `obj` (not None) as an array that `held` keeps alive. Returned by value (a second handle on the
-/// same array): a reference into `held` would dangle once a later hold() grows the vector.
+/// `obj` (not None), an operand the op only reads (read-only arrays accepted, see InArray), as an
+/// array that `held` keeps alive. Returned by value (a second handle on the same array): a
+/// reference into `held` would dangle once a later hold() grows the vector.
 inline AnyArray hold(Held& held, const nb::object& obj) {
-  held.push_back(nb::cast<AnyArray>(obj));
+  held.push_back(AnyArray(nb::cast<InArray>(obj)));
+  return held.back();
+}
+
+/// `obj`, an array the op writes, as a writable array (the returned handle keeps it alive);
+/// InvalidArgument naming `name` where it is an array flagged read-only, TypeMismatch where it is
+/// no array.
+inline AnyArray out_array(const nb::object& obj, const char* name) {
+  AnyArray a;
+  if (!nb::try_cast<AnyArray>(obj, a)) {
+    InArray r;
+    if (nb::try_cast<InArray>(obj, r))
+      throw InvalidArgument(std::string("`") + name + "` is read-only, and the op writes it; pass a writable array");
+    throw TypeMismatch(std::string("`") + name + "` must be an array (DLPack or buffer protocol); got " +
+                       nb::type_name(obj.type()).c_str());
+  }
+  return a;
+}
+
+/// out_array, kept alive by `held` as well (for optional outputs converted among other arrays).
+inline AnyArray hold_out(Held& held, const nb::object& obj, const char* name) {
+  held.push_back(out_array(obj, name));
   return held.back();
 }
 

@@ -70,9 +70,11 @@ void check_device(const AnyArray& a, const char* name, Device want) {
     throw InvalidArgument("`" + std::string(name) + "` must be on the device of the values");
 }
 
-csr::SpmmParams spmm_params(const AnyArray& crow, const AnyArray& col, const AnyArray& values,
-                            std::int64_t rows, std::int64_t cols, const AnyArray& b, const AnyArray& out,
+/// `out` is written by a run (a plan's constructor only reads its shape).
+csr::SpmmParams spmm_params(const InArray& crow_in, const InArray& col_in, const InArray& values_in,
+                            std::int64_t rows, std::int64_t cols, const InArray& b_in, const AnyArray& out,
                             bool transpose_a, double alpha, double beta) {
+  const AnyArray crow(crow_in), col(col_in), values(values_in), b(b_in);
   csr::SpmmParams p;
   p.dtype = dtype_of(values, "values");
   p.device = device_of(values, "values");
@@ -96,9 +98,11 @@ csr::SpmmParams spmm_params(const AnyArray& crow, const AnyArray& col, const Any
   return p;
 }
 
-csr::SddmmParams sddmm_params(const AnyArray& crow, const AnyArray& col, std::int64_t rows,
-                              std::int64_t cols, const AnyArray& x, const AnyArray& y,
+/// `out_values` is written by a run (a plan's constructor only reads its shape).
+csr::SddmmParams sddmm_params(const InArray& crow_in, const InArray& col_in, std::int64_t rows,
+                              std::int64_t cols, const InArray& x_in, const InArray& y_in,
                               const AnyArray& out_values, double alpha, double beta) {
+  const AnyArray crow(crow_in), col(col_in), x(x_in), y(y_in);
   csr::SddmmParams p;
   p.dtype = dtype_of(out_values, "out_values");
   p.device = device_of(out_values, "out_values");
@@ -141,10 +145,10 @@ void register_csr(nb::module_& m) {
   nb::class_<csr::SpmmPlan>(m, "CsrSpmmPlan",
                             "A planned CSR SpMM (cuSPARSE descriptors, algorithm, workspace size)")
       .def("__init__",
-           [](csr::SpmmPlan* self, const AnyArray& crow, const AnyArray& col, const AnyArray& values,
-              std::int64_t rows, std::int64_t cols, const AnyArray& b, const AnyArray& out,
+           [](csr::SpmmPlan* self, const InArray& crow, const InArray& col, const InArray& values,
+              std::int64_t rows, std::int64_t cols, const InArray& b, const InArray& out,
               bool transpose_a, int algorithm) {
-             new (self) csr::SpmmPlan(spmm_params(crow, col, values, rows, cols, b, out, transpose_a, 1.0, 0.0),
+             new (self) csr::SpmmPlan(spmm_params(crow, col, values, rows, cols, b, AnyArray(out), transpose_a, 1.0, 0.0),
                                       static_cast<csr::SpmmAlgorithm>(algorithm));
            },
            nb::arg("crow_indices"), nb::arg("col_indices"), nb::arg("values"), nb::arg("rows"),
@@ -154,10 +158,11 @@ void register_csr(nb::module_& m) {
       .def_prop_ro("algorithm", [](const csr::SpmmPlan& p) { return std::string(algorithm_name(p.algorithm())); })
       .def_prop_ro("runs", &csr::SpmmPlan::runs)
       .def("run",
-           [](csr::SpmmPlan& plan, const AnyArray& crow, const AnyArray& col, const AnyArray& values,
-              std::int64_t rows, std::int64_t cols, const AnyArray& b, const AnyArray& out,
+           [](csr::SpmmPlan& plan, const InArray& crow, const InArray& col, const InArray& values,
+              std::int64_t rows, std::int64_t cols, const InArray& b, const nb::object& out_obj,
               bool transpose_a, double alpha, double beta, std::uintptr_t workspace_ptr,
               std::size_t workspace_bytes, std::uintptr_t stream) {
+             const AnyArray out = out_array(out_obj, "out");
              plan.run(spmm_params(crow, col, values, rows, cols, b, out, transpose_a, alpha, beta),
                       workspace_of(workspace_ptr, workspace_bytes), as_stream(stream));
            },
@@ -169,19 +174,20 @@ void register_csr(nb::module_& m) {
 
   nb::class_<csr::SddmmPlan>(m, "CsrSddmmPlan", "A planned CSR SDDMM")
       .def("__init__",
-           [](csr::SddmmPlan* self, const AnyArray& crow, const AnyArray& col, std::int64_t rows,
-              std::int64_t cols, const AnyArray& x, const AnyArray& y, const AnyArray& out_values) {
-             new (self) csr::SddmmPlan(sddmm_params(crow, col, rows, cols, x, y, out_values, 1.0, 0.0));
+           [](csr::SddmmPlan* self, const InArray& crow, const InArray& col, std::int64_t rows,
+              std::int64_t cols, const InArray& x, const InArray& y, const InArray& out_values) {
+             new (self) csr::SddmmPlan(sddmm_params(crow, col, rows, cols, x, y, AnyArray(out_values), 1.0, 0.0));
            },
            nb::arg("crow_indices"), nb::arg("col_indices"), nb::arg("rows"), nb::arg("cols"),
            nb::arg("x"), nb::arg("y"), nb::arg("out_values"))
       .def_prop_ro("workspace_size", &csr::SddmmPlan::workspace_size)
       .def_prop_ro("runs", &csr::SddmmPlan::runs)
       .def("run",
-           [](csr::SddmmPlan& plan, const AnyArray& crow, const AnyArray& col, std::int64_t rows,
-              std::int64_t cols, const AnyArray& x, const AnyArray& y, const AnyArray& out_values,
+           [](csr::SddmmPlan& plan, const InArray& crow, const InArray& col, std::int64_t rows,
+              std::int64_t cols, const InArray& x, const InArray& y, const nb::object& out_values_obj,
               double alpha, double beta, std::uintptr_t workspace_ptr, std::size_t workspace_bytes,
               std::uintptr_t stream) {
+             const AnyArray out_values = out_array(out_values_obj, "out_values");
              plan.run(sddmm_params(crow, col, rows, cols, x, y, out_values, alpha, beta),
                       workspace_of(workspace_ptr, workspace_bytes), as_stream(stream));
            },

@@ -11,9 +11,11 @@ namespace sparsekern::bindings {
 namespace {
 
 /// c ← alpha·a·b + beta·c on 2-D or 3-D (batched) arrays; a/b may be any strided views.
-void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha, double beta,
+void gemm(const InArray& a_in, const InArray& b_in, const nb::object& out, double alpha, double beta,
           bool transpose_a, bool transpose_b, bool allow_tf32, bool allow_reduced_precision,
           std::uintptr_t workspace_ptr, std::size_t workspace_bytes, std::uintptr_t stream) {
+  const AnyArray a(a_in), b(b_in);
+  const AnyArray c = out_array(out, "out");
   dense::GemmParams p;
   p.dtype = dtype_of(a, "a");
   if (dtype_of(b, "b") != p.dtype)
@@ -53,7 +55,9 @@ void gemm(const AnyArray& a, const AnyArray& b, const AnyArray& c, double alpha,
 }
 
 /// out ← inᵀ for 2-D arrays with unit column strides.
-void transpose(const AnyArray& in, const AnyArray& out, std::uintptr_t stream) {
+void transpose(const InArray& in_arr, const nb::object& out_obj, std::uintptr_t stream) {
+  const AnyArray in(in_arr);
+  const AnyArray out = out_array(out_obj, "out");
   dense::TransposeParams p;
   p.dtype = dtype_of(in, "in");
   if (dtype_of(out, "out") != p.dtype)

@@ -160,7 +160,8 @@ const void* vector_of(const nb::object& obj, const char* name, std::int64_t n, D
   return a.data();
 }
 
-void softmax(const AnyArray& x, std::int64_t dim, std::uintptr_t stream) {
+void softmax(const nb::object& x_obj, std::int64_t dim, std::uintptr_t stream) {
+  const AnyArray x = out_array(x_obj, "x");
   inplace::SoftmaxParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
@@ -181,7 +182,8 @@ void softmax(const AnyArray& x, std::int64_t dim, std::uintptr_t stream) {
                 });
 }
 
-void softmax_backward(const AnyArray& grad, const AnyArray& y, std::int64_t dim, std::uintptr_t stream) {
+void softmax_backward(const nb::object& grad_obj, const InArray& y_in, std::int64_t dim, std::uintptr_t stream) {
+  const AnyArray grad = out_array(grad_obj, "grad"), y(y_in);
   inplace::SoftmaxBackwardParams p;
   p.dtype = dtype_of(grad, "grad");
   p.device = device_of(grad, "grad");
@@ -212,8 +214,10 @@ void softmax_backward(const AnyArray& grad, const AnyArray& y, std::int64_t dim,
 }
 
 /// layer_norm / rms_norm over the last `normalized_ndim` dims of x, which must be contiguous.
-void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::object& weight,
+void norm(bool rms, const nb::object& x_obj, std::int64_t normalized_ndim, const nb::object& weight,
           const nb::object& bias, double eps, std::uintptr_t stream) {
+  Held held;
+  const AnyArray x = out_array(x_obj, "x");
   inplace::NormParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
@@ -233,7 +237,6 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
     cols *= std::int64_t(x.shape(i));
   }
   check_no_internal_overlap(x, "x");
-  Held held;
   p.weight = vector_of(weight, "weight", cols, p.dtype, p.device, held, x);
   p.bias = vector_of(bias, "bias", cols, p.dtype, p.device, held, x);
   const std::int64_t cs[2] = {1, 0};
@@ -245,9 +248,11 @@ void norm(bool rms, const AnyArray& x, std::int64_t normalized_ndim, const nb::o
                 });
 }
 
-void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const nb::object& bias,
+void square_matmul(const nb::object& x_obj, const InArray& w_in, bool transpose_w, const nb::object& bias,
                    bool allow_tf32, bool allow_reduced_precision, const nb::object& workspace,
                    std::uintptr_t blas_workspace_ptr, std::size_t blas_workspace_bytes, std::uintptr_t stream) {
+  Held held;
+  const AnyArray x = out_array(x_obj, "x"), w(w_in);
   inplace::SquareMatmulParams p;
   p.dtype = dtype_of(x, "x");
   p.device = device_of(x, "x");
@@ -269,12 +274,11 @@ void square_matmul(const AnyArray& x, const AnyArray& w, bool transpose_w, const
   check_no_overlap(x, "x", w, "w");
   p.w = MatrixView{w.data(), n, n, w.stride(0), w.stride(1), 0};
   p.transpose_w = transpose_w;
-  Held held;
   p.bias = vector_of(bias, "bias", n, p.dtype, p.device, held, x);
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
   p.allow_reduced_precision_reduction = allow_reduced_precision;
   if (!workspace.is_none()) {  // an array, so that its device is checked like the operands'
-    const AnyArray& ws = hold(held, workspace);
+    const AnyArray ws = hold_out(held, workspace, "workspace");
     if (device_of(ws, "workspace") != p.device)
       throw InvalidArgument("`workspace` must be on the device of `x`");
     // Its bytes as one run: a strided or broadcast view's nbytes() counts elements it does not own.
@@ -303,12 +307,12 @@ void register_inplace(nb::module_& m) {
   m.def("inplace_softmax_backward", &softmax_backward, nb::arg("grad"), nb::arg("y"), nb::arg("dim"),
         nb::arg("stream") = 0, "grad ← y·(grad − Σ grad·y) along `dim`, in place");
   m.def("inplace_layer_norm",
-        [](const AnyArray& x, std::int64_t nd, const nb::object& w, const nb::object& b, double eps,
+        [](const nb::object& x, std::int64_t nd, const nb::object& w, const nb::object& b, double eps,
            std::uintptr_t s) { norm(false, x, nd, w, b, eps, s); },
         nb::arg("x"), nb::arg("normalized_ndim"), nb::arg("weight").none(), nb::arg("bias").none(),
         nb::arg("eps"), nb::arg("stream") = 0, "LayerNorm over the last `normalized_ndim` dims, in place");
   m.def("inplace_rms_norm",
-        [](const AnyArray& x, std::int64_t nd, const nb::object& w, double eps, std::uintptr_t s) {
+        [](const nb::object& x, std::int64_t nd, const nb::object& w, double eps, std::uintptr_t s) {
           norm(true, x, nd, w, nb::none(), eps, s);
         },
         nb::arg("x"), nb::arg("normalized_ndim"), nb::arg("weight").none(), nb::arg("eps"),

@@ -31,7 +31,8 @@ MatrixView matrix2d(const AnyArray& a, const std::string& name, DType dtype, Dev
   return matrix_of(a, name.c_str()).view;
 }
 
-KronOperands operands(const AnyArray& x, const nb::sequence& factors) {
+KronOperands operands(const InArray& x_in, const nb::sequence& factors) {
+  const AnyArray x(x_in);
   KronOperands o;
   o.dtype = dtype_of(x, "x");
   o.device = device_of(x, "x");
@@ -40,7 +41,7 @@ KronOperands operands(const AnyArray& x, const nb::sequence& factors) {
   o.factor_arrays.reserve(n);
   o.factors.reserve(n);
   for (std::size_t k = 0; k < n; ++k) {
-    o.factor_arrays.push_back(nb::cast<AnyArray>(factors[k]));
+    o.factor_arrays.push_back(AnyArray(nb::cast<InArray>(factors[k])));
     o.factors.push_back(
         matrix2d(o.factor_arrays.back(), "factors[" + std::to_string(k) + "]", o.dtype, o.device));
   }
@@ -62,7 +63,7 @@ kron::MatmulParams forward_params(const KronOperands& o, const AnyArray& out, bo
 }
 
 /// Backward parameters; `grad_views` receives the ∂ℓ/∂F views (data == nullptr where None).
-kron::MatmulBackwardParams backward_params(const KronOperands& o, const AnyArray& grad_y,
+kron::MatmulBackwardParams backward_params(const KronOperands& o, const InArray& grad_y,
                                            const nb::object& grad_x, const nb::sequence& grad_factors,
                                            std::vector<AnyArray>& keep,
                                            std::vector<MutableMatrixView>& grad_views, bool allow_tf32,
@@ -73,9 +74,9 @@ kron::MatmulBackwardParams backward_params(const KronOperands& o, const AnyArray
   p.x = o.x;
   p.factors = o.factors.data();
   p.num_factors = static_cast<int>(o.factors.size());
-  p.grad_y = matrix2d(grad_y, "grad_y", o.dtype, o.device);
+  p.grad_y = matrix2d(AnyArray(grad_y), "grad_y", o.dtype, o.device);
   if (!grad_x.is_none()) {
-    keep.push_back(nb::cast<AnyArray>(grad_x));
+    hold_out(keep, grad_x, "grad_x");
     p.grad_x = mutable_view(BatchedMatrix{1, matrix2d(keep.back(), "grad_x", o.dtype, o.device)});
   }
   const std::size_t n = nb::len(grad_factors);
@@ -87,9 +88,9 @@ kron::MatmulBackwardParams backward_params(const KronOperands& o, const AnyArray
   for (std::size_t k = 0; k < n; ++k) {
     nb::object item = grad_factors[k];
     if (item.is_none()) continue;
-    keep.push_back(nb::cast<AnyArray>(item));
-    grad_views[k] = mutable_view(BatchedMatrix{
-        1, matrix2d(keep.back(), "grad_factors[" + std::to_string(k) + "]", o.dtype, o.device)});
+    const std::string name = "grad_factors[" + std::to_string(k) + "]";
+    hold_out(keep, item, name.c_str());
+    grad_views[k] = mutable_view(BatchedMatrix{1, matrix2d(keep.back(), name, o.dtype, o.device)});
   }
   p.grad_factors = grad_views.data();
   p.fp32_math = allow_tf32 ? dense::Fp32Math::tf32 : dense::Fp32Math::ieee;
@@ -123,10 +124,11 @@ Allocation allocate(const nb::object& alloc, std::size_t nbytes) {
 void register_kron(nb::module_& m) {
   m.def(
       "kron_matmul",
-      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out, const nb::object& alloc,
+      [](const InArray& x, const nb::sequence& factors, const nb::object& out_obj, const nb::object& alloc,
          std::uintptr_t blas_ptr, std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream,
          const nb::object& save) -> nb::object {
         const KronOperands o = operands(x, factors);
+        const AnyArray out = out_array(out_obj, "out");
         kron::MatmulParams p = forward_params(o, out, allow_tf32, raw_workspace(blas_ptr, blas_bytes));
         Allocation saved;
         if (!save.is_none()) {
@@ -152,14 +154,14 @@ void register_kron(nb::module_& m) {
       "pass pointer and bytes to kron_matmul_backward as saved_states_ptr / saved_states_bytes");
   m.def(
       "kron_matmul_workspace_size",
-      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& out) {
+      [](const InArray& x, const nb::sequence& factors, const InArray& out) {
         const KronOperands o = operands(x, factors);
-        return kron::matmul_workspace_size(forward_params(o, out, false, Workspace{}));
+        return kron::matmul_workspace_size(forward_params(o, AnyArray(out), false, Workspace{}));
       },
       nb::arg("x"), nb::arg("factors"), nb::arg("out"));
   m.def(
       "kron_matmul_backward",
-      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,
+      [](const InArray& x, const nb::sequence& factors, const InArray& grad_y, const nb::object& grad_x,
          const nb::sequence& grad_factors, const nb::object& alloc, std::uintptr_t blas_ptr,
          std::size_t blas_bytes, bool allow_tf32, std::uintptr_t stream, std::uintptr_t saved_ptr,
          std::size_t saved_bytes) {
@@ -185,7 +187,7 @@ void register_kron(nb::module_& m) {
       "(0: the backward recomputes the intermediate states)");
   m.def(
       "kron_matmul_backward_workspace_size",
-      [](const AnyArray& x, const nb::sequence& factors, const AnyArray& grad_y, const nb::object& grad_x,
+      [](const InArray& x, const nb::sequence& factors, const InArray& grad_y, const nb::object& grad_x,
          const nb::sequence& grad_factors) {
         const KronOperands o = operands(x, factors);
         std::vector<AnyArray> keep;
@@ -214,7 +216,7 @@ void register_kron(nb::module_& m) {
         "the fused fp32 forward kernel in use: \"auto\", \"old\", \"new\" or \"small\" (plus plan overrides)");
   m.def(
       "kron_describe_plan",
-      [](const AnyArray& x, const nb::sequence& factors, bool backward) {
+      [](const InArray& x, const nb::sequence& factors, bool backward) {
         const KronOperands o = operands(x, factors);
         kron::MatmulParams p;
         p.dtype = o.dtype;

@@ -268,20 +268,73 @@ def test_long_cpu_ops_let_other_python_threads_run(family):
     assert turns >= 10, turns
 
 
-def test_read_only_arrays_are_refused_with_a_type_error():
-    """nanobind's ndarray arguments take writable arrays only, inputs included: a read-only NumPy
-    array (np.frombuffer of bytes, a read-only memmap) is refused before the op runs, with a
-    TypeError, and nothing is written; a writable copy of it runs (README, `sparsekern._C`)."""
+
+def _read_only(t):
+    """A read-only NumPy view of a CPU tensor (what np.frombuffer of bytes or a read-only memmap gives)."""
+    a = t.detach().numpy()
+    a.setflags(write=False)
+    return a
+
+
+def test_read_only_operands_are_taken_and_read_only_outputs_refused_by_name():
+    """Arrays the op only reads may be flagged read-only (a read-only NumPy array); an array it
+    writes must be writable, else ValueError naming it before anything runs (nothing written), and
+    an output that is no array is a TypeError naming it."""
     np = pytest.importorskip("numpy")
-    a = np.frombuffer(np.arange(12, dtype=np.float32).tobytes(), dtype=np.float32).reshape(3, 4)
-    assert not a.flags.writeable
-    b = np.ones((4, 2), np.float32)
-    out = np.full((3, 2), np.nan, np.float32)
-    with pytest.raises(TypeError, match="incompatible function arguments"):
-        _C.gemm(a, b, out)
-    assert np.isnan(out).all()
-    ro_out = np.frombuffer(np.zeros(6, np.float32).tobytes(), dtype=np.float32).reshape(3, 2)
-    with pytest.raises(TypeError, match="incompatible function arguments"):
-        _C.gemm(a.copy(), b, ro_out)
-    _C.gemm(a.copy(), b, out)
-    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-6)
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(5, 7, generator=g, dtype=torch.float64), torch.randn(7, 3, generator=g, dtype=torch.float64)
+    out = np.full((5, 3), np.nan)
+    _C.gemm(_read_only(a), _read_only(b), out)
+    np.testing.assert_allclose(out, (a @ b).numpy(), rtol=1e-12)
+    ro_out = _read_only(torch.zeros(5, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="`out` is read-only"):
+        _C.gemm(_read_only(a), _read_only(b), ro_out)
+    assert not ro_out.any()
+    with pytest.raises(TypeError, match="`out` must be an array"):
+        _C.gemm(_read_only(a), _read_only(b), "out")
+    with pytest.raises(ValueError, match="`out` is read-only"):
+        _C.transpose(_read_only(a), _read_only(torch.zeros(7, 5, dtype=torch.float64)))
+
+    # kron: x and the factors read-only; ∂ℓ/∂x and ∂ℓ/∂F written.
+    x, f1, f2 = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((3, 6), (2, 4), (3, 5)))
+    def alloc(n):  # the workspace, from the caller (see _C.kron_matmul's doc)
+        buf = np.empty(n, np.uint8)
+        return buf.ctypes.data, n, buf
+
+    y = np.zeros((3, 20))
+    _C.kron_matmul(_read_only(x), [_read_only(f1), _read_only(f2)], y, alloc)
+    np.testing.assert_allclose(y, (x @ torch.kron(f1, f2)).numpy(), rtol=1e-12)
+    gy = _read_only(torch.randn(3, 20, generator=g, dtype=torch.float64))
+    gx, gf1, gf2 = np.zeros((3, 6)), np.zeros((2, 4)), np.zeros((3, 5))
+    _C.kron_matmul_backward(_read_only(x), [_read_only(f1), _read_only(f2)], gy, gx, [gf1, gf2], alloc)
+    xt, f1t, f2t = (t.clone().requires_grad_() for t in (x, f1, f2))
+    (xt @ torch.kron(f1t, f2t)).backward(torch.from_numpy(gy.copy()))
+    for got, want in ((gx, xt.grad), (gf1, f1t.grad), (gf2, f2t.grad)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-10)
+    with pytest.raises(ValueError, match="`grad_x` is read-only"):
+        _C.kron_matmul_backward(_read_only(x), [_read_only(f1), _read_only(f2)], gy, _read_only(torch.zeros(3, 6)),
+                                [None, None])
+    with pytest.raises(ValueError, match=r"`grad_factors\[1\]` is read-only"):
+        _C.kron_matmul_backward(_read_only(x), [_read_only(f1), _read_only(f2)], gy, None,
+                                [gf1, _read_only(torch.zeros(3, 5, dtype=torch.float64))])
+
+    # In place: the array rewritten must be writable; softmax_backward's y is only read.
+    z = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    ro_z = _read_only(z.clone())
+    with pytest.raises(ValueError, match="`x` is read-only"):
+        _C.inplace_softmax(ro_z, 1)
+    np.testing.assert_array_equal(ro_z, z.numpy())
+    sm = torch.softmax(z, 1)
+    grad = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    gnp = grad.numpy().copy()
+    _C.inplace_softmax_backward(gnp, _read_only(sm), 1)
+    want = sm * (grad - (grad * sm).sum(1, keepdim=True))
+    np.testing.assert_allclose(gnp, want.numpy(), rtol=1e-12)
+
+    # bsr: index sets read-only (validation), out_values of sdd written.
+    off, col = torch.tensor([0, 1, 2], dtype=torch.int32), torch.tensor([1, 0], dtype=torch.int32)
+    _C.bsr_validate(2, 8, 8, 4, _read_only(off), _read_only(col), None, None, None, None)
+    with pytest.raises(ValueError, match="`out_values` is read-only"):
+        _C.bsr_sdd(_read_only(torch.zeros(8, 8)), _read_only(torch.zeros(8, 8)), 8, 8, 4,
+                   _read_only(torch.tensor([0, 1], dtype=torch.int32)), _read_only(col),
+                   _read_only(torch.zeros(2, 4, 4)))
