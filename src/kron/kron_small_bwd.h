@@ -57,16 +57,6 @@ SK_KRON_FN void small_load_factors_plain(const SmallBwdArgs& b, float* sm, int t
   }
 }
 
-/// Thread tid's 4 × 4 block `blk` of ∂ℓ/∂Fₜ (of nb = 2^lnb = (p/4)²) and its slice `sl` of the
-/// tile's fibers (of nt / nb), the same in a mode's contraction passes and its block reduction.
-/// Blocks vary fastest across a warp's lanes, so that the lanes of one slice read the same fiber:
-/// a warp's 16-byte load then touches p/4 chunks of each of 32/nb fibers (8 chunks at p = 16, 16 at
-/// p = 8) instead of one chunk of each of 32 fibers.
-SK_KRON_HD void small_dF_map(int tid, int lnb, int& blk, int& sl) {
-  blk = tid & ((1 << lnb) - 1);
-  sl = tid >> lnb;
-}
-
 /// c[u·4 + v] += Σ_w s[u][w]·h[v][w]: four fibers' (w) contributions to a 4 × 4 block of ∂ℓ/∂Fₜ.
 SK_KRON_FN void small_dF_group(const float (&sv)[4][4], const float (&hv)[4][4], float* c) {
   SK_KRON_UNROLL
@@ -103,8 +93,7 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
                               float* acc) {
   constexpr int LP = ilog2c(P), LPB = ilog2c(P / 4);
   const int lsl = ctz_rt(nt) - 2 * LPB;  // log2 slices: nt / NB, NB = (P/4)² blocks (nt ≥ 128 ≥ NB)
-  int blk, sl;
-  small_dF_map(tid, 2 * LPB, blk, sl);
+  const int sl = tid & ((1 << lsl) - 1), blk = tid >> lsl;
   const int a0 = (blk >> LPB) * 4, j0 = (blk & ((1 << LPB) - 1)) * 4;
   const int ls = a.md[t].ls;
   const char* const sbb = reinterpret_cast<const char*>(sb);
@@ -188,8 +177,7 @@ template <int P>
 SK_KRON_FN void small_dF_pass_x(const SmallArgs& a, long long tile, const float* hb, int tid, int nt, float* acc) {
   constexpr int LP = ilog2c(P), PB = P / 4, NB = PB * PB;
   const int slices = nt / NB;
-  int blk, sl;
-  small_dF_map(tid, 2 * ilog2c(PB), blk, sl);
+  const int sl = tid % slices, blk = tid / slices;
   const int a0 = (blk / PB) * 4, j0 = (blk % PB) * 4;
   const int ls = a.md[0].ls;  // ≥ 2: mode 0's stride is the product of the other modes' p
   const char* const hbb = reinterpret_cast<const char*>(hb);
@@ -236,34 +224,32 @@ SK_KRON_FN void small_dF_pass_x(const SmallArgs& a, long long tile, const float*
   for (int k = 0; k < 16; ++k) acc[k] = c[k];
 }
 
-/// The block's ∂ℓ/∂Fₜ: every thread's 16 sums go to `scratch` (sum k of thread (blk, sl) at
-/// k·(nt + p/4) + sl·nb + blk), then each element (a, j) adds its slices in order into
-/// partial[block·part_stride + part_off[t] + a·p + j]. Banks: the writes of a warp (one k, blocks
-/// fastest, see small_dF_map) are consecutive words; a warp's summing threads read, at each slice,
-/// 32 elements whose (k, blk) sit at 4·k·p/16 + blk modulo 32 words (the row pad p/4): all in
-/// different banks. (Session 33: with every lane of a warp in one bank, 2.17 M of the backward's
-/// 6.17 M shared-load wavefronts at 1024 × (8⊗8⊗8⊗8) were this reduction's.)
+/// The block's ∂ℓ/∂Fₜ: every thread's 16 sums go to `scratch` (slot (blk·16 + k)·(slices + 1) + sl),
+/// then each element (a, j) adds its slices in order into partial[block·part_stride + part_off[t] +
+/// a·p + j]. The row stride slices + 1 (odd) puts the rows that a warp's summing threads read at one
+/// time in different banks: with a stride of `slices` (32 at p = 8) all 32 lanes read one bank, a
+/// 32-way conflict on each of their loads (ncu, session 33: 2.17 M of the backward's 6.17 M
+/// shared-load wavefronts at 1024 × (8⊗8⊗8⊗8)). The writes: consecutive sl in consecutive banks
+/// (with 8 slices, p = 16, the rows of a warp's four blocks now meet two to a bank, four before).
 template <class Exec>
 SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch, long long block) {
   const SmallArgs& a = b.a;
   const int nt = ex.nthreads();
   for (int t = 0; t < a.nf; ++t) {
     if (((b.want_f >> t) & 1) == 0) continue;
-    const int p = a.md[t].p, pb = p / 4, nb = pb * pb, slices = nt / nb, row = nt + pb;
-    const int lnb = 2 * ilog2_rt(pb);
+    const int p = a.md[t].p, pb = p / 4, nb = pb * pb, slices = nt / nb;
     ex.phase([&](int tid, SmallBwdRegs& r) {
-      int blk, sl;
-      small_dF_map(tid, lnb, blk, sl);
-      for (int k = 0; k < 16; ++k) scratch[k * row + sl * nb + blk] = r.acc[t][k];
+      const int sl = tid % slices, blk = tid / slices;
+      for (int k = 0; k < 16; ++k) scratch[(blk * 16 + k) * (slices + 1) + sl] = r.acc[t][k];
     });
     ex.phase([&](int tid, SmallBwdRegs&) {
       float* const dst = b.partial + block * b.part_stride + b.part_off[t];
       for (int e = tid; e < p * p; e += nt) {
         const int i = e / p, j = e % p;
         const int blk = (i / 4) * pb + j / 4, k = (i % 4) * 4 + j % 4;
-        const float* src = scratch + k * row + blk;
+        const float* src = scratch + (blk * 16 + k) * (slices + 1);
         float sum = 0.0f;
-        for (int s = 0; s < slices; ++s) sum += src[s * nb];
+        for (int s = 0; s < slices; ++s) sum += src[s];
         dst[e] = sum;
       }
     });
