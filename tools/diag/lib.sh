@@ -285,3 +285,11 @@ diag_kron_small_natural_tests() {
   echo "kron small/natural cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"
   grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
 }
+# diag_all_cuda_tests_and_check LIMIT: diag_all_cuda_tests with `sparsekern check` (diag_check) as a
+# fifth process beside them, then every report (session 35's full device runs).
+diag_all_cuda_tests_and_check() {
+  diag_all_cuda_tests $1
+  diag_check $1 &
+  wait
+  diag_all_cuda_tests_report
+}

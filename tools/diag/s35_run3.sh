@@ -4,8 +4,5 @@
 # `sparsekern check` beside them.
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
-diag_all_cuda_tests 570
-diag_check 570 &
-wait
-diag_all_cuda_tests_report
+diag_all_cuda_tests_and_check 570
 echo "total $((SECONDS - T0))s"
