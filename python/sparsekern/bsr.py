@@ -147,10 +147,35 @@ def _derive_index_sets(row_offsets: torch.Tensor, col_indices: torch.Tensor, n_b
     key = col_indices.long() * max(n_block_rows, 1) + row_indices.long()
     blocks_by_col = torch.argsort(key, stable=True).to(torch.int32)
     rows_by_col = row_indices[blocks_by_col.long()]
-    col_counts = torch.bincount(col_indices.long(), minlength=n_block_cols)
+    # (scatter_add, not bincount: bincount's output size is data, a host sync on the GPU and a
+    # graph break under torch.compile; the clamp keeps an unvalidated index in bounds)
+    cols_long = col_indices.long().clamp(0, max(n_block_cols - 1, 0))
+    col_counts = torch.zeros(n_block_cols, dtype=torch.long, device=dev).scatter_add_(
+        0, cols_long, torch.ones_like(cols_long))
     col_offsets = torch.zeros(n_block_cols + 1, dtype=torch.int32, device=dev)
     col_offsets[1:] = torch.cumsum(col_counts, 0).to(torch.int32)
     return row_indices, col_offsets, rows_by_col.contiguous(), blocks_by_col.contiguous()
+
+
+@torch.library.custom_op("sparsekern::bsr_index_sets_for_call", mutates_args=())
+def _index_sets_for_call(row_offsets: torch.Tensor, col_indices: torch.Tensor, rows: int, cols: int,
+                         block_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The four derived sets of a stored pattern that a traced call met (BlockSparseLinear under
+    torch.compile with another layer's pattern), validated first: one opaque op, since tracing the
+    derivation cannot validate the data. Validation copies the two sets to the host, which a CUDA
+    graph capture (torch.compile's mode="reduce-overhead") cannot do: there the sets are taken as
+    they are, like every index set a captured product reads."""
+    if not (row_offsets.is_cuda and torch.cuda.is_current_stream_capturing()):
+        _validate_index_sets(int(col_indices.numel()), rows, cols, block_size,
+                             {"block_row_offsets": row_offsets, "block_col_indices": col_indices})
+    return tuple(_derive_index_sets(row_offsets, col_indices, rows // block_size, cols // block_size))
+
+
+@_index_sets_for_call.register_fake
+def _(row_offsets, col_indices, rows, cols, block_size):
+    nnz, cb = col_indices.numel(), cols // block_size
+    return (col_indices.new_empty(nnz), col_indices.new_empty(cb + 1), col_indices.new_empty(nnz),
+            col_indices.new_empty(nnz))
 
 
 def _pattern_from_mask(mask: torch.Tensor):

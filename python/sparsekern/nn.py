@@ -102,7 +102,7 @@ class BlockSparseLinear(nn.Module):
         belong to: ids for the fast test, weak references since CPython gives a new tensor the id
         of a freed one, version counters for an in-place change of the stored sets."""
         self.__dict__["_index_ids"] = tuple(map(id, index))
-        self.__dict__["_index_refs"] = (weakref.ref(index[0]), weakref.ref(index[1]))
+        self.__dict__["_index_refs"] = tuple(map(weakref.ref, index))
         self.__dict__["_index_versions"] = (version_of(index[0]), version_of(index[1]))
 
     def _call_index(self, index: tuple) -> tuple:
@@ -211,10 +211,34 @@ class BlockSparseLinear(nn.Module):
                 return _bsr._dds_batched(input, weight, index, self.out_features, self.in_features,
                                          True, bias)
         m = self.weight_matrix
-        if not traced():
-            for name, t in zip(_bsr._INDEX_NAMES, self._call_index(tuple(getattr(m, n) for n in _bsr._INDEX_NAMES))):
-                setattr(m, name, t)
+        index = tuple(getattr(m, n) for n in _bsr._INDEX_NAMES)
+        index = self._traced_index(index) if traced() else self._call_index(index)
+        for name, t in zip(_bsr._INDEX_NAMES, index):
+            setattr(m, name, t)
         return _bsr.dds(input, m.t(), self.bias)
+
+    def _traced_index(self, index: tuple) -> tuple:
+        """_call_index for torch.compile / torch.jit.trace: the ids and version counters it reads
+        are invisible to tracing (a compiled ``functional_call`` with another pattern read the
+        layer's own derived sets: a wrong input gradient on the GPU, an error on the CPU). Identity
+        (`is`) against weak references to the recorded sets is what Dynamo evaluates and guards
+        (a call with other tensors recompiles), so the same rule is made from that alone: stored
+        sets other than the recorded ones beside the recorded derived sets are derived in the
+        graph for the call. (An in-place change of the stored sets, which eager calls notice by
+        their version counters, is not seen here.)"""
+        refs = self.__dict__.get("_index_refs")
+        if refs is None or len(refs) != len(index):
+            return index
+        same = [t is r() for t, r in zip(index, refs)]
+        if same[0] and same[1]:
+            return index
+        if not all(same[2:]):
+            return index  # all six replaced together (.to(), a copy): taken as they are
+        if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
+                   and t.device == index[2].device for t in index[:2]):
+            return index  # the op's checks refuse it, naming the set
+        return index[:2] + tuple(_bsr._index_sets_for_call(index[0], index[1], self.out_features,
+                                                           self.in_features, self.block_size))
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -47,6 +47,94 @@ def test_block_sparse_functional_call_with_another_pattern():
     assert rel_error(a(x), _bsl_ref(a, x)) <= 1e-5
 
 
+def _ops_in_graph(gm) -> list:
+    return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_block_sparse_compiled_functional_call_with_another_pattern(fullgraph, device):
+    """The same under torch.compile: tracing does not see the ids and versions the eager check
+    reads, so a compiled call with another pattern read the layer's own derived sets (a wrong input
+    gradient on the GPU, an error on the CPU). Identity against the recorded sets is traced and
+    guarded: other stored sets get their derived sets from one validated op in the graph, the
+    layer's own buffers (and a plain compiled call) do not, and a bad pattern is refused by name."""
+    torch.manual_seed(0)
+    a = sk.BlockSparseLinear(64, 48, density=0.5, block_size=16, device=device)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(_ops_in_graph(gm))
+        return torch._dynamo.backends.debugging.aot_eager(gm, example_inputs)
+
+    torch._dynamo.reset()
+    call = torch.compile(lambda params, x: torch.func.functional_call(a, params, (x,)), backend=backend,
+                         fullgraph=fullgraph)
+    derive = "sparsekern.bsr_index_sets_for_call.default"
+    others = [sk.BlockSparseLinear(64, 48, density=0.5, block_size=16,
+                                   generator=torch.Generator().manual_seed(s), device=device) for s in (3, 4)]
+    assert not any(torch.equal(o.block_col_indices, a.block_col_indices) for o in others)
+    for src, own in ((others[0], False), (a, True), (others[1], False), (others[0], False)):
+        # own: the layer's registered tensors themselves; else detached copies of src's state
+        state = ({k: v for k, v in [*a.named_parameters(), *a.named_buffers()]} if own else
+                 {k: v.detach().requires_grad_(v.is_floating_point()) for k, v in src.state_dict().items()})
+        x = torch.randn(7, 64, device=device, requires_grad=True)
+        n_graphs = len(graphs)
+        y = call(state, x)
+        w = state["weight"]
+        gx, gw = torch.autograd.grad(y.square().sum(), [x, w])
+        xd = x.detach().double().requires_grad_()
+        wd = w.detach().double().requires_grad_()
+        ref_layer = sk.BlockSparseLinear(64, 48, density=0.5, block_size=16, dtype=torch.float64, device=device)
+        ref_layer.load_state_dict({k: v.detach().double() if v.is_floating_point() else v
+                                   for k, v in src.state_dict().items()})
+        ref = torch.func.functional_call(ref_layer, {"weight": wd}, (xd,))
+        rx, rw = torch.autograd.grad(ref.square().sum(), [xd, wd])
+        assert rel_error(y, ref) <= 1e-5
+        assert rel_error(gx, rx) <= 1e-5 and rel_error(gw, rw) <= 1e-5
+        if len(graphs) > n_graphs:  # this call compiled: derived sets in the graph only for others
+            assert (derive in graphs[-1]) == (not own), graphs[-1]
+    # a plain compiled call of the layer derives nothing
+    torch._dynamo.reset()
+    graphs.clear()
+    x = torch.randn(3, 64, device=device)
+    assert rel_error(torch.compile(a, backend=backend, fullgraph=fullgraph)(x), _bsl_ref(a, x)) <= 1e-5
+    assert graphs and all(derive not in g for g in graphs)
+    # another pattern that is not a valid one: refused by name, not run
+    bad = {k: v.detach().clone() for k, v in others[0].state_dict().items()}
+    bad["block_col_indices"][0] = 7  # block column out of range (3 block columns)
+    with pytest.raises(ValueError, match="block_col_indices"):
+        call(bad, torch.randn(2, 64, device=device))
+
+
+@pytest.mark.cuda
+def test_block_sparse_functional_call_with_another_pattern_reduce_overhead():
+    """The same under mode="reduce-overhead": the derivation op is captured in CUDA graphs (no host
+    copy: validation is skipped while a stream captures), and every replay uses the pattern passed
+    to it; forward and gradients against float64, patterns alternating, fresh inputs per call."""
+    dev = torch.device("cuda")
+    torch.manual_seed(5)
+    a = sk.BlockSparseLinear(256, 128, density=0.25, block_size=32, device=dev)
+    others = [sk.BlockSparseLinear(256, 128, density=0.25, block_size=32, device=dev,
+                                   generator=torch.Generator().manual_seed(s)) for s in (11, 12)]
+    torch._dynamo.reset()
+    call = torch.compile(lambda params, x: torch.func.functional_call(a, params, (x,)), mode="reduce-overhead")
+    for src in [others[0], others[1]] * 3:
+        state = {k: v.detach().clone().requires_grad_(v.is_floating_point()) for k, v in src.state_dict().items()}
+        x = torch.randn(33, 256, device=dev, requires_grad=True)
+        y = call(state, x)
+        gx, gw = torch.autograd.grad(y.square().sum(), [x, state["weight"]])
+        y = y.clone()
+        xd = x.detach().double().requires_grad_()
+        wd = state["weight"].detach().double().requires_grad_()
+        ref_layer = sk.BlockSparseLinear(256, 128, density=0.25, block_size=32, dtype=torch.float64, device=dev)
+        ref_layer.load_state_dict({k: v.detach().double() if v.is_floating_point() else v
+                                   for k, v in src.state_dict().items()})
+        ref = torch.func.functional_call(ref_layer, {"weight": wd}, (xd,))
+        rx, rw = torch.autograd.grad(ref.square().sum(), [xd, wd])
+        assert rel_error(y, ref) <= 1e-5
+        assert rel_error(gx, rx) <= 1e-5 and rel_error(gw, rw) <= 1e-5
+
+
 def test_block_sparse_assigned_pattern_is_used():
     """An index buffer assigned by hand (not through load_state_dict) is used with sets derived from it."""
     torch.manual_seed(1)
