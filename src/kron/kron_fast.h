@@ -308,15 +308,30 @@ SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int b
 /// commits them with the first tile's copies.
 SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt) {
   for (int t = 0; t < a.nf; ++t) {
+    // The fields in locals: the copies' "memory" clobbers would make the compiler reload each one
+    // per copy (ncu, 1024 × (64 ⊗ 64): ~40 instructions per 4-byte copy, 8% of the kernel's).
     const FastStep& st = a.st[t];
-    const float* f = static_cast<const float*>(st.f);
-    const int sh = ilog2c(st.qpad);
-    const int rows = t == a.nf - 1 ? (st.p + 3) & ~3 : st.p;  // the last step reads k in groups of 4
-    const int total = rows * st.qpad;
-    for (int e = tid; e < total; e += nt) {
-      const int i = e >> sh, j = e & (st.qpad - 1);
-      const bool valid = j < st.q && i < st.p;
-      copy4_async(sm + st.f_off + e, valid ? f + i * st.f_rs + j * st.f_cs : f, valid);
+    const float* const f = static_cast<const float*>(st.f);
+    const long long rs = st.f_rs, cs = st.f_cs;
+    const int p = st.p, q = st.q, qpad = st.qpad, sh = ilog2c(qpad);
+    float* const dst = sm + st.f_off;
+    const int rows = t == a.nf - 1 ? (p + 3) & ~3 : p;  // the last step reads k in groups of 4
+    // 16-byte copies where each row of the factor is contiguous and its 4-column groups are
+    // 16-byte aligned (then columns q … qpad − 1, q a multiple of 4, are whole zero-filled vectors).
+    if (cs == 1 && (q & 3) == 0 && (rs & 3) == 0 && (reinterpret_cast<unsigned long long>(f) & 15) == 0) {
+      const int total = rows * (qpad >> 2);
+      for (int e = tid; e < total; e += nt) {
+        const int i = e >> (sh - 2), j = (e & ((qpad >> 2) - 1)) << 2;
+        const bool valid = j < q && i < p;
+        copy16_async(dst + 4 * e, valid ? f + i * rs + j : f, valid);
+      }
+    } else {
+      const int total = rows * qpad;
+      for (int e = tid; e < total; e += nt) {
+        const int i = e >> sh, j = e & (qpad - 1);
+        const bool valid = j < q && i < p;
+        copy4_async(dst + e, valid ? f + i * rs + j * cs : f, valid);
+      }
     }
   }
 }
@@ -337,9 +352,11 @@ SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int t
   const float* const x = a.x;
   const long long ldx = a.ldx;
   const FastDiv dh = st.div_hs;
+  const FastDiv dr = a.div_xr;  // by p / 4 where vec_x (a multiply and a shift, not a division)
   if (a.vec_x && nt % (p >> 2) == 0) {
-    const int pv = p >> 2, kv = tid % pv, step = nt / pv;
-    int n = tid / pv;
+    const int pv = p >> 2, step = dr.div(nt);
+    int n = dr.div(tid);
+    const int kv = tid - n * pv;
     int c = dh.div(n);
     int hi = n - c * H;
     const float* src = x + m0 * ldx + static_cast<long long>(c) * ldx + static_cast<long long>(hi) * p + 4 * kv;
@@ -357,7 +374,6 @@ SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int t
   } else if (a.vec_x) {
     const int pv = p >> 2;
     const int total = n_rows * pv;
-    const FastDiv dr = a.div_xr;
     for (int e = tid; e < total; e += nt) {
       const int n = dr.div(e);
       const int kv = e - n * pv;
@@ -368,7 +384,6 @@ SK_KRON_FN void fast_issue_x(const FastArgs& a, float* xt, long long tile, int t
     }
   } else {
     const int total = n_rows * p;
-    const FastDiv dr = a.div_xr;
     for (int e = tid; e < total; e += nt) {
       const int n = dr.div(e);
       const int k = e - n * p;
@@ -446,26 +461,31 @@ SK_KRON_FN void fast_step_last(const FastArgs& a, long long tile, const float* x
       }
     }
   }
-  // Write back: per row n, the thread's j vectors are 4 consecutive j of one output row.
+  // Write back: per row n, the thread's j vectors are 4 consecutive j of one output row. The
+  // fields in locals first: the stores' "memory" clobbers would reload each one per row.
+  const FastDiv div_hs = st.div_hs, div_pn = st.div_pn;
+  const int hs = st.hs, q = st.q, out_pad = st.out_pad, cs = a.cs;
+  float* const t0 = a.t0;
+  const long long ldt0 = a.ldt0, mrem = a.M - tile * a.chunks;
+  float* const t0_tile = t0 != nullptr ? t0 + tile * a.chunks * ldt0 : nullptr;
   SK_KRON_UNROLL
   for (int i = 0; i < TN; ++i) {
     const int n = nb + LN * i;
     if (n >= n_rows) continue;
-    const int c = st.div_hs.div(n);
-    const int hi = n - c * st.hs;
-    float* row = sbuf + c * a.cs + hi * st.q + st.div_pn.div(hi) * st.out_pad;
+    const int c = div_hs.div(n);
+    const int hi = n - c * hs;
+    float* row = sbuf + c * cs + hi * q + div_pn.div(hi) * out_pad;
     SK_KRON_UNROLL
     for (int w = 0; w < TM / 4; ++w) {
       const int j = j0 + w * 4 * LJ;
-      if (j < st.q) sts4(row + j, acc[4 * w][i], acc[4 * w + 1][i], acc[4 * w + 2][i], acc[4 * w + 3][i]);
+      if (j < q) sts4(row + j, acc[4 * w][i], acc[4 * w + 1][i], acc[4 * w + 2][i], acc[4 * w + 3][i]);
     }
-    const long long m = tile * a.chunks + c;
-    if (a.t0 != nullptr && m < a.M) {
-      float* trow = a.t0 + m * a.ldt0 + static_cast<long long>(hi) * st.q;
+    if (t0_tile != nullptr && c < mrem) {
+      float* trow = t0_tile + c * ldt0 + static_cast<long long>(hi) * q;
       SK_KRON_UNROLL
       for (int w = 0; w < TM / 4; ++w) {
         const int j = j0 + w * 4 * LJ;
-        if (j < st.q) stg4(trow + j, acc[4 * w][i], acc[4 * w + 1][i], acc[4 * w + 2][i], acc[4 * w + 3][i]);
+        if (j < q) stg4(trow + j, acc[4 * w][i], acc[4 * w + 1][i], acc[4 * w + 2][i], acc[4 * w + 3][i]);
       }
     }
   }
@@ -508,20 +528,22 @@ SK_KRON_FN void fast_write_inner(const FastArgs& a, int t, float* sbuf, int tid,
   using Geo = FastGeo<TM, TN, QP>;
   const FastStep& st = a.st[t];
   const Geo g(tid);
-  const int n_cols = a.chunks * st.hs;
+  // The fields in locals (the stores' "memory" clobbers would reload them per store).
+  const int hs = st.hs, q = st.q, s = st.s, out_pad = st.out_pad, cs = a.cs;
+  const FastDiv div_hs = st.div_hs, div_s = st.div_s, div_pn = st.div_pn;
+  const int n_cols = a.chunks * hs;
   SK_KRON_UNROLL
   for (int v = 0; v < TN / 4; ++v) {
     const int n = g.nv[v];
     if (n >= n_cols) continue;
-    const int c = st.div_hs.div(n);
-    const int r = n - c * st.hs;
-    const int hi = st.div_s.div(r);
-    float* base = sbuf + c * a.cs + hi * (st.q * st.s) + st.div_pn.div(hi) * st.out_pad + (r - hi * st.s);
+    const int c = div_hs.div(n);
+    const int r = n - c * hs;
+    const int hi = div_s.div(r);
+    float* base = sbuf + c * cs + hi * (q * s) + div_pn.div(hi) * out_pad + (r - hi * s);
     SK_KRON_UNROLL
     for (int jj = 0; jj < TM; ++jj) {
       const int j = Geo::jof(g.j0, jj);
-      if (j < st.q)
-        sts4(base + j * st.s, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
+      if (j < q) sts4(base + j * s, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
     }
   }
 }
@@ -536,22 +558,26 @@ SK_KRON_FN void fast_step_final(const FastArgs& a, long long tile, const float* 
   const float* b[TN / 4];
   fast_inner_operands<TM, TN, QP>(a, st, sbuf, g, b);
   fast_mma<TM, TN, QP>(sm + st.f_off + g.j0, b, st.s, st.p, acc);
-  const int n_cols = a.chunks * st.hs;
-  const long long m0 = tile * a.chunks;
+  // The fields in locals (the stores' "memory" clobbers would reload them per store).
+  const int hs = st.hs, q = st.q, s = st.s;
+  const FastDiv div_hs = st.div_hs;
+  const int n_cols = a.chunks * hs;
+  const long long ldy = a.ldy, mrem = a.M - tile * a.chunks;
+  float* const y_tile = a.y + tile * a.chunks * ldy;
+  const bool vec_y = a.vec_y != 0;
   SK_KRON_UNROLL
   for (int v = 0; v < TN / 4; ++v) {
     const int n = g.nv[v];
     if (n >= n_cols) continue;
-    const int c = st.div_hs.div(n);
-    const long long m = m0 + c;
-    if (m >= a.M) continue;
-    float* row = a.y + m * a.ldy + (n - c * st.hs);
+    const int c = div_hs.div(n);
+    if (c >= mrem) continue;
+    float* row = y_tile + c * ldy + (n - c * hs);
     SK_KRON_UNROLL
     for (int jj = 0; jj < TM; ++jj) {
       const int j = Geo::jof(g.j0, jj);
-      if (j >= st.q) continue;
-      float* o = row + static_cast<long long>(j) * st.s;
-      if (a.vec_y) {
+      if (j >= q) continue;
+      float* o = row + static_cast<long long>(j) * s;
+      if (vec_y) {
         stg4(o, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
       } else {
         o[0] = acc[jj][4 * v];

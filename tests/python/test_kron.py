@@ -239,6 +239,35 @@ def test_forward_kernels(device, fwd_kernel, batch, shapes):
     assert torch.isnan(buf[:, 0]).all()  # nothing written outside the output
 
 
+def _factor_in_layout(f: torch.Tensor, layout: str) -> torch.Tensor:
+    """`f`'s values in another memory layout (same device)."""
+    p, q = f.shape
+    if layout == "transposed":  # column-major: f_cs = p, f_rs = 1
+        return f.t().contiguous().t()
+    if layout == "offset":  # contiguous rows from a base 4 bytes past a 16-byte boundary
+        return torch.cat([f.new_zeros(1), f.reshape(-1)])[1:].view(p, q)
+    pad = 4 if layout == "pitch4" else 1  # row stride q + 4 (16-byte rows) or q + 1
+    return torch.cat([f, f.new_full((p, pad), float("nan"))], dim=1)[:, :q]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "offset", "pitch4", "pitch1"])
+@pytest.mark.parametrize("batch,shapes", [(19, [(64, 64)] * 2), (7, [(3, 8), (5, 4), (7, 12)]),
+                                          (9, [(24, 24), (5, 8)]), (37, [(16, 16)] * 3)])
+def test_forward_fast_factor_layouts(device, layout, batch, shapes):
+    """The register-tile forward's factor copies: 16-byte copies where a factor's rows are
+    contiguous and 16-byte aligned (contiguous, pitch4), 4-byte ones otherwise (transposed, a base
+    off a 16-byte boundary, an odd row pitch); columns past q and rows past p zero either way."""
+    _C.kron_set_forward_kernel("new")
+    try:
+        x, fs = _make(batch, shapes, torch.float32, device)
+        fl = [_factor_in_layout(f, layout) for f in fs]
+        assert all(torch.equal(a, b) for a, b in zip(fl, fs))
+        assert "kernel=fast" in _fwd_plan(x, fl)
+        assert rel_error(kron_matmul(x, fl), _reference(x, fs)) <= _tol(torch.float32, device, 2)
+    finally:
+        _C.kron_set_forward_kernel("")
+
+
 @pytest.mark.parametrize("sel", ["new:tile=4", "new:threads=128", "new:rows=1", "new:rows=3,stages=1",
                                  "new:threads=128,stages=1", "new:tile=8,rows=2,stages=2",
                                  # a few blocks, several tiles each: the persistent loop, the next
