@@ -79,11 +79,11 @@ SK_KRON_FN void fb_issue_rows(const float* src, long long ld, int len, bool vec,
 /// Rows m0 … of a matrix whose row is (hi < H, k < K), row-major → dst[c·cstride + k·pitch + hi]
 /// (rows past M zero). A warp copies 8 consecutive k of 4 consecutive (c, hi): full 32-byte sectors,
 /// and with pitch ≡ 4 (mod 32) its writes hit 32 different banks.
-SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, int K, int pitch, int cstride, long long M,
-                           long long m0, int C, float* dst, int tid, int nt) {
+SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, const FastDiv& div_h, int K, int pitch,
+                           int cstride, long long M, long long m0, int C, float* dst, int tid, int nt) {
   const int kk = tid & 7, rstep = nt >> 3;
   int n = tid >> 3;
-  int c = n / H;
+  int c = div_h.div(n);
   int hi = n - c * H;
   for (; n < C * H; n += rstep) {
     const long long m = m0 + c;
@@ -144,13 +144,13 @@ SK_KRON_FN void fb_issue_sel(const FastBwdArgs& a, float* in, long long tile, bo
   const int C = a.chunks;
   if (first) {
     if (a.t0 != nullptr)  // T0T[(c·q1 + j1)·ttp + i0] from T0's rows (i0, j1)
-      fb_issue_t(a.t0, a.ldt0, a.p0, a.q1, a.ttp, a.q1 * a.ttp, a.M, m0, C, in + a.in_t0t, tid, nt);
+      fb_issue_t(a.t0, a.ldt0, a.p0, a.div_p0, a.q1, a.ttp, a.q1 * a.ttp, a.M, m0, C, in + a.in_t0t, tid, nt);
     else
-      fb_issue_t(a.x, a.ldx, a.p0, a.p1, a.rb, a.p0, a.M, m0, C, in, tid, nt);
+      fb_issue_t(a.x, a.ldx, a.p0, a.div_p0, a.p1, a.rb, a.p0, a.M, m0, C, in, tid, nt);
   }
   if (dn) fb_issue_rows(a.g, a.ldg, a.q0 * a.q1, a.vec_g != 0, a.M, m0, C, in + a.in_dn, tid, nt);
   if (xn) fb_issue_rows(a.x, a.ldx, a.p0 * a.p1, a.vec_x != 0, a.M, m0, C, in + a.in_xn, tid, nt);
-  if (dt) fb_issue_t(a.g, a.ldg, a.q0, a.q1, a.dtp, a.q1 * a.dtp, a.M, m0, C, in + a.in_dt, tid, nt);
+  if (dt) fb_issue_t(a.g, a.ldg, a.q0, a.div_q0, a.q1, a.dtp, a.q1 * a.dtp, a.M, m0, C, in + a.in_dt, tid, nt);
 }
 
 SK_KRON_FN void fb_issue(const FastBwdArgs& a, float* in, long long tile, int part, int tid, int nt) {
@@ -168,17 +168,20 @@ SK_KRON_FN void fb_step_t0(const FastBwdArgs& a, const float* xt, float* sm, int
   for (int v = 0; v < TM / 4; ++v) b[v] = xt + (g.nv[v] < n_cols ? g.nv[v] : 0);
   fast_mma<TM, TM, QP>(sm + a.off_f1 + g.j0, b, a.rb, a.p1, acc);
   float* t0t = sm + a.off_t0t;
+  // The fields in locals: the stores' "memory" clobbers would reload each one per store.
+  const int p0 = a.p0, q1 = a.q1, ttp = a.ttp;
+  const FastDiv div_p0 = a.div_p0;
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {
     const int n = g.nv[v];
     if (n >= n_cols) continue;
-    const int c = a.div_p0.div(n);
-    const int i0 = n - c * a.p0;  // n … n+3 lie in one chunk (p0 is a multiple of 4)
+    const int c = div_p0.div(n);
+    const int i0 = n - c * p0;  // n … n+3 lie in one chunk (p0 is a multiple of 4)
     SK_KRON_UNROLL
     for (int jj = 0; jj < TM; ++jj) {
       const int j = Geo::jof(g.j0, jj);
-      if (j < a.q1)
-        sts4(t0t + (c * a.q1 + j) * a.ttp + i0, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2],
+      if (j < q1)
+        sts4(t0t + (c * q1 + j) * ttp + i0, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2],
              acc[jj][4 * v + 3]);
     }
   }
@@ -188,7 +191,7 @@ SK_KRON_FN void fb_step_t0(const FastBwdArgs& a, const float* xt, float* sm, int
 template <int TM, int QP>
 SK_KRON_FN void fb_g1_cols(const FastBwdArgs& a, const FastGeo<TM, TM, QP>& g, int v, int& c, int& lo) {
   const int n = g.nv[v] < a.chunks * a.q1 ? g.nv[v] : 0;
-  c = n / a.q1;
+  c = a.div_q1.div(n);
   lo = n - c * a.q1;
 }
 
@@ -214,6 +217,9 @@ SK_KRON_FN void fb_write_g1(const FastBwdArgs& a, float* gn, float* gt, int tid,
   using Geo = FastGeo<TM, TM, QP>;
   const Geo g(tid);
   const int n_cols = a.chunks * a.q1;
+  // The fields in locals (the stores' "memory" clobbers would reload them per store).
+  const int p0 = a.p0, gnp = a.gnp, rb = a.rb;
+  const bool swz = a.gn_swz != 0;
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {
     if (g.nv[v] >= n_cols) continue;
@@ -222,18 +228,18 @@ SK_KRON_FN void fb_write_g1(const FastBwdArgs& a, float* gn, float* gt, int tid,
     SK_KRON_UNROLL
     for (int jj = 0; jj < TM; ++jj) {
       const int i = Geo::jof(g.j0, jj);
-      const int r = c * a.p0 + i;
-      const int col = a.gn_swz ? 4 * ((lo >> 2) ^ ((r >> 2) & 7)) : lo;
-      if (i < a.p0)
-        sts4(gn + r * a.gnp + col, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
+      const int r = c * p0 + i;
+      const int col = swz ? 4 * ((lo >> 2) ^ ((r >> 2) & 7)) : lo;
+      if (i < p0)
+        sts4(gn + r * gnp + col, acc[jj][4 * v], acc[jj][4 * v + 1], acc[jj][4 * v + 2], acc[jj][4 * v + 3]);
     }
     SK_KRON_UNROLL
     for (int u = 0; u < 4; ++u) {
-      float* row = gt + (lo + u) * a.rb + c * a.p0;
+      float* row = gt + (lo + u) * rb + c * p0;
       SK_KRON_UNROLL
       for (int w = 0; w < TM / 4; ++w) {
         const int i = g.j0 + w * 4 * Geo::LJ;
-        if (i < a.p0)
+        if (i < p0)
           sts4(row + i, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
                acc[4 * w + 3][4 * v + u]);
       }
@@ -252,22 +258,27 @@ SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) b[v] = gt + (g.nv[v] < n_cols ? g.nv[v] : 0);
   fast_mma<TM, TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc, QP + 4);  // F1ᵀ: pitch p1p + 4
-  const long long m0 = tile * a.chunks;
+  // The fields in locals (the stores' "memory" clobbers would reload them per store); n … n+3 lie
+  // in one chunk (p0 is a multiple of 4), so one division per vector.
+  const int p0 = a.p0, p1 = a.p1;
+  const FastDiv div_p0 = a.div_p0;
+  const long long ldgx = a.ldgx, mrem = a.M - tile * a.chunks;
+  float* const gx_tile = a.gx + tile * a.chunks * ldgx;
+  const bool vec = a.vec_gx != 0;
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) {
+    const int c = div_p0.div(g.nv[v]);
+    float* const rows = gx_tile + c * ldgx + static_cast<long long>(g.nv[v] - c * p0) * p1;
     SK_KRON_UNROLL
     for (int u = 0; u < 4; ++u) {
       const int n = g.nv[v] + u;
-      if (n >= n_cols) continue;
-      const int c = a.div_p0.div(n);
-      const long long m = m0 + c;
-      if (m >= a.M) continue;
-      float* row = a.gx + m * a.ldgx + static_cast<long long>(n - c * a.p0) * a.p1;
+      if (n >= n_cols || c >= mrem) continue;
+      float* row = rows + u * p1;
       SK_KRON_UNROLL
       for (int w = 0; w < TM / 4; ++w) {
         const int i = g.j0 + w * 4 * Geo::LJ;
-        if (i >= a.p1) continue;
-        if (a.vec_gx) {
+        if (i >= p1) continue;
+        if (vec) {
           stg4(row + i, acc[4 * w][4 * v + u], acc[4 * w + 1][4 * v + u], acc[4 * w + 2][4 * v + u],
                acc[4 * w + 3][4 * v + u]);
         } else {
@@ -292,17 +303,33 @@ SK_KRON_HD FbSplit fb_split(int qp, int np, int nwarps) {
   return s;
 }
 
+/// The block-uniform part of a ∂ℓ/∂F product's split (fb_split and the k per split), made once per
+/// block: per tile it cost four run-time integer divisions (~100 instructions a thread; ncu of the
+/// kept backward at 1024 × (64 ⊗ 64), s36_run3.sh).
+struct FbGradPlan {
+  FbSplit sp;
+  FastDiv div_nwn;
+  int kc = 0;  ///< k per split (a multiple of 4 for fb_grad_swz)
+};
+SK_KRON_HD FbGradPlan fb_grad_plan(int qp, int np, int K, int nwarps, bool by4) {
+  FbGradPlan g;
+  g.sp = fb_split(qp, np, nwarps);
+  g.div_nwn = FastDiv(g.sp.nwn);
+  const int kc = g.sp.splits > 0 ? (K + g.sp.splits - 1) / g.sp.splits : 0;
+  g.kc = by4 ? (kc + 3) & ~3 : kc;
+  return g;
+}
+
 /// The warp's share of a ∂ℓ/∂F product: df(j, n) += Σ_k A[k, j] B[k, n] over its range of k, with
-/// A rows `astride` apart, B rows `bstride` apart (n < np valid).
+/// A rows `astride` apart, B rows `bstride` apart (n < np valid); gp = fb_grad_plan(QP, np, K, …).
 template <int QP>
-SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride, int np, int K, int tid, int nt,
-                        float (&df)[4][4]) {
-  const FbSplit sp = fb_split(QP, np, nt / 32);
+SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride, int np, int K,
+                        const FbGradPlan& gp, int tid, float (&df)[4][4]) {
   const int warp = tid >> 5;
-  const int split = warp / sp.nwn;
-  if (split >= sp.splits) return;
-  const FastGeo<4, 4, QP> g((warp - split * sp.nwn) * 32 + (tid & 31));
-  const int kc = (K + sp.splits - 1) / sp.splits;
+  const int split = gp.div_nwn.div(warp);
+  if (split >= gp.sp.splits) return;
+  const FastGeo<4, 4, QP> g((warp - split * gp.sp.nwn) * 32 + (tid & 31));
+  const int kc = gp.kc;
   const int k0 = split * kc;
   const int kn = K - k0 < kc ? K - k0 : kc;
   if (kn <= 0) return;
@@ -314,15 +341,14 @@ SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride
 /// v ^ ((k >> 2) & 7); QP ≥ 32, K a multiple of 4). The splits start at multiples of 4 rows, so one
 /// swizzle serves four consecutive k.
 template <int QP>
-SK_KRON_FN void fb_grad_swz(const float* A, int astride, const float* B, int bstride, int np, int K, int tid,
-                            int nt, float (&df)[4][4]) {
+SK_KRON_FN void fb_grad_swz(const float* A, int astride, const float* B, int bstride, int np, int K,
+                            const FbGradPlan& gp, int tid, float (&df)[4][4]) {
   static_assert(QP >= 32, "the swizzle permutes 8 vectors of a row");
-  const FbSplit sp = fb_split(QP, np, nt / 32);
   const int warp = tid >> 5;
-  const int split = warp / sp.nwn;
-  if (split >= sp.splits) return;
-  const FastGeo<4, 4, QP> g((warp - split * sp.nwn) * 32 + (tid & 31));
-  const int kc = ((K + sp.splits - 1) / sp.splits + 3) & ~3;
+  const int split = gp.div_nwn.div(warp);
+  if (split >= gp.sp.splits) return;
+  const FastGeo<4, 4, QP> g((warp - split * gp.sp.nwn) * 32 + (tid & 31));
+  const int kc = gp.kc;
   const int k0 = split * kc;
   const int kn = K - k0 < kc ? K - k0 : kc;
   const int vj = g.j0 >> 2;
@@ -418,6 +444,9 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       async_commit();
     }
   });
+  // The ∂ℓ/∂F products' splits (block-uniform; fb_grad_swz's k per split a multiple of 4).
+  const FbGradPlan gp0 = fb_grad_plan(a.q0p, a.p0, a.chunks * a.q1, nt / 32, false);
+  const FbGradPlan gp1 = fb_grad_plan(a.q1p, a.p1, a.chunks * a.p0, nt / 32, a.gn_swz != 0 && a.q1p >= 32);
   long long i = 0;
   for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
     const long long next = tile + grid;
@@ -457,7 +486,7 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
     auto grad0 = [&](int tid, Regs& r) {
       with_qpad_u<U>(a.q0p, [&](auto qp) {
         fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, kept ? in + a.in_t0t : sm + a.off_t0t, a.ttp, a.p0,
-                                     a.chunks * a.q1, tid, nt, r.df0);
+                                     a.chunks * a.q1, gp0, tid, r.df0);
       });
     };
     ex.phase([&](int tid, Regs& r) {
@@ -494,11 +523,11 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
         constexpr int QP = decltype(qp)::value;
         if constexpr (QP >= 32) {
           if (a.gn_swz) {
-            fb_grad_swz<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
+            fb_grad_swz<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
             return;
           }
         }
-        fb_grad<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, tid, nt, r.df1);
+        fb_grad<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
       });
       if (a.gx != nullptr)
         with_qpad_u<U>(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, gt, sm, tid, r.acc); });

@@ -46,7 +46,7 @@ struct FastDiv {
   int shift = 0;
 
   FastDiv() = default;
-  explicit FastDiv(std::int64_t d) : divisor(static_cast<std::uint32_t>(d)) {
+  SK_KRON_HD explicit FastDiv(std::int64_t d) : divisor(static_cast<std::uint32_t>(d)) {
     if (d <= 1) return;
     int l = 0;
     while ((std::uint64_t(1) << l) < static_cast<std::uint64_t>(d)) ++l;
@@ -252,7 +252,7 @@ struct FastBwdArgs {
   int in_xn = 0, in_dn = 0, in_dt = 0;      ///< offsets within a stage
   int off_t0t = 0, off_gn = 0, off_gt = 0;
   int off_scratch = 0;                      ///< end of the block: split sums of ∂ℓ/∂F
-  FastDiv div_p0;
+  FastDiv div_p0, div_q0, div_q1;
   int vec_x = 0, vec_g = 0, vec_gx = 0;
   /// The forward's kept state T0 = X·F1 (rows of p0·q1, row stride ldt0), or null: recomputed. When
   /// set, T0T is a stage buffer (at in_t0t) loaded from it, and there is no XT and no F1 copy.

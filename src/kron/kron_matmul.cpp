@@ -490,6 +490,8 @@ void segment_backward(const Run& r, const Segment& seg, const void* x, long long
     a.f1 = r.factors[1].data; a.f1_rs = r.factors[1].row_stride; a.f1_cs = r.factors[1].col_stride;
     a.ntiles = ntiles;
     a.div_p0 = detail::FastDiv(a.p0);
+    a.div_q0 = detail::FastDiv(a.q0);
+    a.div_q1 = detail::FastDiv(a.q1);
     a.vec_x = vec_ok(r, x, ldx, 4) ? 1 : 0;
     a.vec_g = vec_ok(r, g, ldg, 4) ? 1 : 0;
     a.vec_gx = gx != nullptr && vec_ok(r, gx, ldgx, 4) ? 1 : 0;
