@@ -9,6 +9,6 @@ ab() {
     "32 64,64" "2048 32,32" "128 32,32,32" --save
 }
 diag_ab_wheels ab
-diag_kron_cuda_tests 300
-diag_kron_bwd_sanitize 200 200
+diag_kron_cuda_tests 250
+diag_kron_bwd_sanitize 400 520
 echo "total $((SECONDS - T0))s"
