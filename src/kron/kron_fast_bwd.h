@@ -290,36 +290,6 @@ SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt
   }
 }
 
-/// How the warps of a ∂ℓ/∂F product split: 4 × 4 tiles over (j < QP, n < np); `nwn` warps cover n,
-/// the others repeat that over disjoint ranges of k (splits of them).
-struct FbSplit {
-  int nwn = 1, splits = 1;
-};
-SK_KRON_HD FbSplit fb_split(int qp, int np, int nwarps) {
-  const int wn = 4 * (32 / (qp / 4));  // columns n per warp
-  FbSplit s;
-  s.nwn = (np + wn - 1) / wn;
-  s.splits = nwarps / s.nwn;
-  return s;
-}
-
-/// The block-uniform part of a ∂ℓ/∂F product's split (fb_split and the k per split), made once per
-/// block: per tile it cost four run-time integer divisions (~100 instructions a thread; ncu of the
-/// kept backward at 1024 × (64 ⊗ 64), s36_run3.sh).
-struct FbGradPlan {
-  FbSplit sp;
-  FastDiv div_nwn;
-  int kc = 0;  ///< k per split (a multiple of 4 for fb_grad_swz)
-};
-SK_KRON_HD FbGradPlan fb_grad_plan(int qp, int np, int K, int nwarps, bool by4) {
-  FbGradPlan g;
-  g.sp = fb_split(qp, np, nwarps);
-  g.div_nwn = FastDiv(g.sp.nwn);
-  const int kc = g.sp.splits > 0 ? (K + g.sp.splits - 1) / g.sp.splits : 0;
-  g.kc = by4 ? (kc + 3) & ~3 : kc;
-  return g;
-}
-
 /// The warp's share of a ∂ℓ/∂F product: df(j, n) += Σ_k A[k, j] B[k, n] over its range of k, with
 /// A rows `astride` apart, B rows `bstride` apart (n < np valid); gp = fb_grad_plan(QP, np, K, …).
 template <int QP>
@@ -444,9 +414,9 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       async_commit();
     }
   });
-  // The ∂ℓ/∂F products' splits (block-uniform; fb_grad_swz's k per split a multiple of 4).
-  const FbGradPlan gp0 = fb_grad_plan(a.q0p, a.p0, a.chunks * a.q1, nt / 32, false);
-  const FbGradPlan gp1 = fb_grad_plan(a.q1p, a.p1, a.chunks * a.p0, nt / 32, a.gn_swz != 0 && a.q1p >= 32);
+  // The ∂ℓ/∂F products' splits, planned on the host for kThreads (fast_bwd_layout).
+  const FbGradPlan& gp0 = a.grad[0];
+  const FbGradPlan& gp1 = a.grad[1];
   long long i = 0;
   for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
     const long long next = tile + grid;

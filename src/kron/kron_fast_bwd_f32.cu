@@ -15,7 +15,7 @@ namespace {
 /// U ≠ 0: every step's width is U (fb_uniform_qpad), each step compiled once (4 × 4 tiles, the
 /// planner's choice; 8 × 8 tiles are an override for measurements and keep the generic kernel).
 template <int TILE, int U>
-__global__ void __launch_bounds__(256, TILE == 8 ? 1 : 2) kron_fast_bwd_kernel(const __grid_constant__ FastBwdArgs a) {
+__global__ void __launch_bounds__(kThreads, TILE == 8 ? 1 : 2) kron_fast_bwd_kernel(const __grid_constant__ FastBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_fast_bwd_smem[];
   FastDeviceExec<FastBwdRegs<TILE>> ex;
   fast_backward2_program<TILE, U>(a, ex, reinterpret_cast<float*>(kron_fast_bwd_smem), blockIdx.x, gridDim.x);
@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(256, TILE == 8 ? 1 : 2) kron_fast_bwd_kernel(c
 template <int TILE, int U>
 void launch_fast_bwd(const FastBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
   fast_opt_in_smem<kron_fast_bwd_kernel<TILE, U>>(smem, device);
-  kron_fast_bwd_kernel<TILE, U><<<static_cast<unsigned>(grid), 256, smem, stream>>>(a);
+  kron_fast_bwd_kernel<TILE, U><<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
 }
 

@@ -231,6 +231,37 @@ constexpr bool head_grad_pass_pq(long long p, long long q) {
   return (head_grad_pow2(p) && head_grad_pow2(q) && p * q <= kHeadGradMaxPQ) || head_grad_wide(p, q);
 }
 
+/// How the warps of a ∂ℓ/∂F product split: 4 × 4 tiles over (j < QP, n < np); `nwn` warps cover n,
+/// the others repeat that over disjoint ranges of k (splits of them).
+struct FbSplit {
+  int nwn = 1, splits = 1;
+};
+SK_KRON_HD FbSplit fb_split(int qp, int np, int nwarps) {
+  const int wn = 4 * (32 / (qp / 4));  // columns n per warp
+  FbSplit s;
+  s.nwn = (np + wn - 1) / wn;
+  s.splits = nwarps / s.nwn;
+  return s;
+}
+
+/// The split of a ∂ℓ/∂F product (fb_split and the k per split), planned on the host into
+/// FastBwdArgs::grad: made per tile it cost four run-time integer divisions (~100 instructions a
+/// thread; ncu of the kept backward at 1024 × (64 ⊗ 64), s36_run3.sh), and made once per block
+/// (a 64-bit division for the FastDiv) it slowed blocks of one or two tiles (s36_run4.sh).
+struct FbGradPlan {
+  FbSplit sp;
+  FastDiv div_nwn;
+  int kc = 0;  ///< k per split (a multiple of 4 for fb_grad_swz)
+};
+SK_KRON_HD FbGradPlan fb_grad_plan(int qp, int np, int K, int nwarps, bool by4) {
+  FbGradPlan g;
+  g.sp = fb_split(qp, np, nwarps);
+  g.div_nwn = FastDiv(g.sp.nwn);
+  const int kc = g.sp.splits > 0 ? (K + g.sp.splits - 1) / g.sp.splits : 0;
+  g.kc = by4 ? (kc + 3) & ~3 : kc;
+  return g;
+}
+
 /// Arguments of the two-factor register-tile backward (layouts: kron_fast_bwd.h).
 struct FastBwdArgs {
   const float* x = nullptr;  long long ldx = 0;
@@ -263,6 +294,7 @@ struct FastBwdArgs {
   /// GN's 16-byte vectors swizzled (vector v of row r at v ^ ((r >> 2) & 7); q1p ≥ 32, pitch q1p): the
   /// G1 step writes rows 4 apart from neighbouring lanes, all in one bank group unswizzled.
   int gn_swz = 0;
+  FbGradPlan grad[2];  ///< the ∂ℓ/∂F0 and ∂ℓ/∂F1 products' splits (fast_bwd_layout)
 };
 
 /// C[b] = A[b] · B[b] for b < batch: A m×k, B k×n, C m×n row-major (unit column stride). A and B

@@ -822,6 +822,9 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
     a.off_gt = static_cast<int>(cur);
     cur += static_cast<long long>(a.q1) * a.rb;
   }
+  constexpr int kWarps = kThreads / 32;
+  a.grad[0] = fb_grad_plan(a.q0p, a.p0, C * a.q1, kWarps, false);
+  a.grad[1] = fb_grad_plan(a.q1p, a.p1, C * a.p0, kWarps, a.gn_swz != 0);  // fb_grad_swz: q1p ≥ 32
   // The ∂ℓ/∂F split sums at the end reuse the buffers from off_scratch on: at most 8 splits of a p × q
   // block per mode (see fb_split), 4096 floats each.
   const long long scratch = a.off_scratch + 2LL * 4096;
