@@ -105,6 +105,16 @@ SK_KRON_FN void lds4(const float* p, float* o) {
 #endif
 }
 
+/// A 16-byte global load (read-only path) into four registers.
+SK_KRON_FN void ldg4(const float* p, float* o) {
+#if defined(__CUDA_ARCH__)
+  const float4 t = __ldg(reinterpret_cast<const float4*>(p));
+  o[0] = t.x; o[1] = t.y; o[2] = t.z; o[3] = t.w;
+#else
+  o[0] = p[0]; o[1] = p[1]; o[2] = p[2]; o[3] = p[3];
+#endif
+}
+
 // 16-byte stores in inline PTX: written as float4 assignments, NVVM split some of them into four
 // scalar stores (seen in the SASS of this file), a quarter of the store bandwidth.
 /// Shared memory.

@@ -242,10 +242,13 @@ def test_forward_kernels(device, fwd_kernel, batch, shapes):
 def _factor_in_layout(f: torch.Tensor, layout: str) -> torch.Tensor:
     """`f`'s values in another memory layout (same device)."""
     p, q = f.shape
+    if layout == "contiguous":
+        return f
     if layout == "transposed":  # column-major: f_cs = p, f_rs = 1
         return f.t().contiguous().t()
     if layout == "offset":  # contiguous rows from a base 4 bytes past a 16-byte boundary
         return torch.cat([f.new_zeros(1), f.reshape(-1)])[1:].view(p, q)
+    assert layout in ("pitch4", "pitch1"), layout
     pad = 4 if layout == "pitch4" else 1  # row stride q + 4 (16-byte rows) or q + 1
     return torch.cat([f, f.new_full((p, pad), float("nan"))], dim=1)[:, :q]
 
@@ -916,6 +919,35 @@ def test_backward_saved_states_too_small(device):
 
 KEPT_T0 = [(45, [(32, 32), (32, 32)]), (19, [(64, 64), (64, 64)]), (13, [(32, 16), (8, 32)]),
            (3, [(64, 8), (4, 60)]), (1, [(16, 4), (40, 28)])]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "offset", "pitch4", "pitch1"])
+@pytest.mark.parametrize("kept", [False, True])
+@pytest.mark.parametrize("batch,shapes", [(19, [(64, 64), (64, 64)]), (5, [(24, 20), (12, 8)]),
+                                          (3, [(64, 8), (4, 60)])])
+def test_backward_fast_factor_layouts(device, layout, kept, batch, shapes):
+    """The register-tile backward's transposed factor copies: 16-byte loads where a factor's rows
+    are contiguous and 16-byte aligned (contiguous, pitch4), 4-byte copies otherwise; with T0
+    recomputed (which also copies F1 as it is) and kept by the forward."""
+    from sparsekern.kron import _backward, _forward
+    _C.kron_set_backward_kernel("new")
+    _C.kron_set_forward_kernel("new")
+    try:
+        x, fs = _make(batch, shapes, torch.float32, device)
+        fl = [_factor_in_layout(f, layout) for f in fs]
+        assert all(torch.equal(a, b) for a, b in zip(fl, fs))
+        g = randn(batch, math.prod(q for _, q in shapes), device=device)
+        if kept:
+            y, saved = _forward(x, fl, save=True)
+            assert saved is not None
+            got = _backward(x, fl, g, [True] * 3, saved)
+            gx, gfs = got[0], got[1:]
+        else:
+            gx, gfs = _native_backward(x, fl, g)
+        _check_backward(x, fs, g, gx, gfs, device)
+    finally:
+        _C.kron_set_backward_kernel("")
+        _C.kron_set_forward_kernel("")
 
 
 @pytest.mark.parametrize("fwd", ["new", "small"])
