@@ -51,6 +51,21 @@ def _ops_in_graph(gm) -> list:
     return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
 
 
+def _check_call_against_float64(src, x, w, y, gx, gw):
+    """y = the layer's call on x with src's pattern and weight w (gx, gw: the gradients of Σ y²)
+    against float64: a float64 copy of src with w's values."""
+    xd = x.detach().double().requires_grad_()
+    wd = w.detach().double().requires_grad_()
+    ref_layer = sk.BlockSparseLinear(src.in_features, src.out_features, density=src.density,
+                                     block_size=src.block_size, dtype=torch.float64, device=x.device)
+    ref_layer.load_state_dict({k: v.detach().double() if v.is_floating_point() else v
+                               for k, v in src.state_dict().items()})
+    ref = torch.func.functional_call(ref_layer, {"weight": wd}, (xd,))
+    rx, rw = torch.autograd.grad(ref.square().sum(), [xd, wd])
+    assert rel_error(y, ref) <= 1e-5
+    assert rel_error(gx, rx) <= 1e-5 and rel_error(gw, rw) <= 1e-5
+
+
 @pytest.mark.parametrize("fullgraph", [False, True])
 def test_block_sparse_compiled_functional_call_with_another_pattern(fullgraph, device):
     """The same under torch.compile: tracing does not see the ids and versions the eager check
@@ -82,15 +97,7 @@ def test_block_sparse_compiled_functional_call_with_another_pattern(fullgraph, d
         y = call(state, x)
         w = state["weight"]
         gx, gw = torch.autograd.grad(y.square().sum(), [x, w])
-        xd = x.detach().double().requires_grad_()
-        wd = w.detach().double().requires_grad_()
-        ref_layer = sk.BlockSparseLinear(64, 48, density=0.5, block_size=16, dtype=torch.float64, device=device)
-        ref_layer.load_state_dict({k: v.detach().double() if v.is_floating_point() else v
-                                   for k, v in src.state_dict().items()})
-        ref = torch.func.functional_call(ref_layer, {"weight": wd}, (xd,))
-        rx, rw = torch.autograd.grad(ref.square().sum(), [xd, wd])
-        assert rel_error(y, ref) <= 1e-5
-        assert rel_error(gx, rx) <= 1e-5 and rel_error(gw, rw) <= 1e-5
+        _check_call_against_float64(src, x, w, y, gx, gw)
         if len(graphs) > n_graphs:  # this call compiled: derived sets in the graph only for others
             assert (derive in graphs[-1]) == (not own), graphs[-1]
     # a plain compiled call of the layer derives nothing
@@ -123,16 +130,7 @@ def test_block_sparse_functional_call_with_another_pattern_reduce_overhead():
         x = torch.randn(33, 256, device=dev, requires_grad=True)
         y = call(state, x)
         gx, gw = torch.autograd.grad(y.square().sum(), [x, state["weight"]])
-        y = y.clone()
-        xd = x.detach().double().requires_grad_()
-        wd = state["weight"].detach().double().requires_grad_()
-        ref_layer = sk.BlockSparseLinear(256, 128, density=0.25, block_size=32, dtype=torch.float64, device=dev)
-        ref_layer.load_state_dict({k: v.detach().double() if v.is_floating_point() else v
-                                   for k, v in src.state_dict().items()})
-        ref = torch.func.functional_call(ref_layer, {"weight": wd}, (xd,))
-        rx, rw = torch.autograd.grad(ref.square().sum(), [xd, wd])
-        assert rel_error(y, ref) <= 1e-5
-        assert rel_error(gx, rx) <= 1e-5 and rel_error(gw, rw) <= 1e-5
+        _check_call_against_float64(src, x, state["weight"], y.clone(), gx, gw)
 
 
 def test_block_sparse_assigned_pattern_is_used():

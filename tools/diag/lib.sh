@@ -293,3 +293,28 @@ diag_all_cuda_tests_and_check() {
   wait
   diag_all_cuda_tests_report
 }
+# diag_ncu_kron_bwd_kept_src LIMIT CASE...: ncu source counters (csv into $OUT) of the kept-T0
+# register-tile backward (kron_fast_bwd) per "BATCH P1,P2" case, and each one's opcode mix
+# (session 36; tools/diag/ncu_regions.py groups such a csv by SASS region).
+diag_ncu_kron_bwd_kept_src() {
+  local lim=$1 c f; shift
+  for c in "$@"; do
+    f=$OUT/src_bwdkept_${c// /_}.csv; f=${f//,/x}
+    timeout $(cap $lim) ncu --section SourceCounters --section WarpStateStats --kernel-name regex:kron_fast_bwd \
+      --launch-skip 2 --launch-count 1 --import-source no --page source --csv --print-source sass \
+      python3 $R/tools/diag/kron_bwd_kept.py $c > $f 2>/dev/null
+    echo "== $c"; python3 $R/tools/diag/ncu_sass_mix.py $f 10 2>/dev/null | head -8
+  done
+}
+# diag_kron_fast_ab_and_checks: session 36's A/B of the register-tile kernels (plain and training
+# forwards, kept backward; .whl312_old against .whl312, alternated), then every kron CUDA test and
+# memcheck / racecheck of the register-tile backward at the new wheel.
+diag_kron_fast_ab_and_checks() {
+  _kron_fast_times() {
+    timeout $(cap 120) python3 $R/tools/diag/kron_fwd_times.py "1024 64,64" "4096 64,64" "1024 32,32" "16 32,32" \
+      "32 64,64" "2048 32,32" "128 32,32,32" --save
+  }
+  diag_ab_wheels _kron_fast_times
+  diag_kron_cuda_tests 250
+  diag_kron_bwd_sanitize 400 520
+}
