@@ -222,10 +222,10 @@ class BlockSparseLinear(nn.Module):
         are invisible to tracing (a compiled ``functional_call`` with another pattern read the
         layer's own derived sets: a wrong input gradient on the GPU, an error on the CPU). Identity
         (`is`) against weak references to the recorded sets is what Dynamo evaluates and guards
-        (a call with other tensors recompiles), so the same rule is made from that alone: stored
-        sets other than the recorded ones beside the recorded derived sets are derived in the
-        graph for the call. (An in-place change of the stored sets, which eager calls notice by
-        their version counters, is not seen here.)"""
+        (a call whose answer differs from the traced one recompiles), so the same rule is made
+        from that alone: stored sets other than the recorded ones beside the recorded derived sets
+        are derived in the graph for the call. (An in-place change of the stored sets, which
+        eager calls notice by their version counters, is not seen here.)"""
         refs = self.__dict__.get("_index_refs")
         if refs is None or len(refs) != len(index):
             return index
