@@ -148,12 +148,17 @@ class BlockSparseLinear(nn.Module):
     def _check_stored(self, index: tuple) -> bool:
         """Validates the two stored sets of `index` (raising on a bad pattern); False where they are
         not int32 vectors on the derived sets' device, which the op's own checks refuse by name."""
-        if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
-                   and t.device == index[2].device for t in index[:2]):
+        if not self._stored_typed(index):
             return False
         _bsr._validate_index_sets(int(index[1].numel()), self.out_features, self.in_features, self.block_size,
                                   {"block_row_offsets": index[0], "block_col_indices": index[1]})
         return True
+
+    @staticmethod
+    def _stored_typed(index: tuple) -> bool:
+        """Whether the two stored sets of `index` are int32 vectors on the derived sets' device."""
+        return all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
+                   and t.device == index[2].device for t in index[:2])
 
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """``nn.Linear``'s initialisation: U(-1/√in, 1/√in) for the blocks and the bias."""
@@ -234,8 +239,7 @@ class BlockSparseLinear(nn.Module):
             return index
         if not all(same[2:]):
             return index  # all six replaced together (.to(), a copy): taken as they are
-        if not all(isinstance(t, torch.Tensor) and t.dtype == torch.int32 and t.dim() == 1
-                   and t.device == index[2].device for t in index[:2]):
+        if not self._stored_typed(index):
             return index  # the op's checks refuse it, naming the set
         return index[:2] + tuple(_bsr._index_sets_for_call(index[0], index[1], self.out_features,
                                                            self.in_features, self.block_size))

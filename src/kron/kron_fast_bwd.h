@@ -375,13 +375,13 @@ SK_KRON_FN void fb_grad_swz(const float* A, int astride, const float* B, int bst
 
 /// Writes the warp's ∂ℓ/∂F tile (df(j, n) = ∂ℓ/∂F[n, j]) to scratch[split][n·q + j].
 template <int QP>
-SK_KRON_FN void fb_grad_store(const float (&df)[4][4], int np, int q, float* scratch, int tid, int nt) {
-  const FbSplit sp = fb_split(QP, np, nt / 32);
+SK_KRON_FN void fb_grad_store(const float (&df)[4][4], int np, int q, const FbGradPlan& gp, float* scratch,
+                               int tid) {
   const int warp = tid >> 5;
-  const int split = warp / sp.nwn;
-  if (split >= sp.splits) return;
+  const int split = gp.div_nwn.div(warp);
+  if (split >= gp.sp.splits) return;
   using Geo = FastGeo<4, 4, QP>;
-  const Geo g((warp - split * sp.nwn) * 32 + (tid & 31));
+  const Geo g((warp - split * gp.sp.nwn) * 32 + (tid & 31));
   float* out = scratch + static_cast<long long>(split) * np * q;
   SK_KRON_UNROLL
   for (int u = 0; u < 4; ++u) {
@@ -447,7 +447,8 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       async_commit();
     }
   });
-  // The ∂ℓ/∂F products' splits, planned on the host for kThreads (fast_bwd_layout).
+  // The ∂ℓ/∂F products' splits, planned on the host for kThreads (fast_bwd_layout): the products,
+  // the stores of their partial sums and the block's reduction all read these.
   const FbGradPlan& gp0 = a.grad[0];
   const FbGradPlan& gp1 = a.grad[1];
   long long i = 0;
@@ -539,18 +540,16 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
   // The block's partial sums: every copy has landed (the last W waited for all of them) and every
   // thread is past the last phase B, so the scratch may reuse the stage buffers.
   float* const scratch0 = sm + a.off_scratch;
-  const FbSplit s0 = fb_split(a.q0p, a.p0, nt / 32);
-  float* const scratch1 = scratch0 + s0.splits * a.p0 * a.q0;
-  const FbSplit s1 = fb_split(a.q1p, a.p1, nt / 32);
+  float* const scratch1 = scratch0 + gp0.sp.splits * a.p0 * a.q0;
   ex.phase([&](int tid, Regs& r) {
     async_wait<0>();
-    with_qpad_u<U>(a.q0p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df0, a.p0, a.q0, scratch0, tid, nt); });
-    with_qpad_u<U>(a.q1p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df1, a.p1, a.q1, scratch1, tid, nt); });
+    with_qpad_u<U>(a.q0p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df0, a.p0, a.q0, gp0, scratch0, tid); });
+    with_qpad_u<U>(a.q1p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df1, a.p1, a.q1, gp1, scratch1, tid); });
   });
   ex.phase_nosync([&](int tid, Regs&) {
     float* part = a.partial + block * a.part_stride;
-    fb_grad_reduce(scratch0, s0.splits, a.p0 * a.q0, part, tid, nt);
-    fb_grad_reduce(scratch1, s1.splits, a.p1 * a.q1, part + a.p0 * a.q0, tid, nt);
+    fb_grad_reduce(scratch0, gp0.sp.splits, a.p0 * a.q0, part, tid, nt);
+    fb_grad_reduce(scratch1, gp1.sp.splits, a.p1 * a.q1, part + a.p0 * a.q0, tid, nt);
   });
 }
 

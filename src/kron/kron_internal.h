@@ -46,7 +46,7 @@ struct FastDiv {
   int shift = 0;
 
   FastDiv() = default;
-  SK_KRON_HD explicit FastDiv(std::int64_t d) : divisor(static_cast<std::uint32_t>(d)) {
+  explicit FastDiv(std::int64_t d) : divisor(static_cast<std::uint32_t>(d)) {
     if (d <= 1) return;
     int l = 0;
     while ((std::uint64_t(1) << l) < static_cast<std::uint64_t>(d)) ++l;
@@ -236,7 +236,7 @@ constexpr bool head_grad_pass_pq(long long p, long long q) {
 struct FbSplit {
   int nwn = 1, splits = 1;
 };
-SK_KRON_HD FbSplit fb_split(int qp, int np, int nwarps) {
+inline FbSplit fb_split(int qp, int np, int nwarps) {
   const int wn = 4 * (32 / (qp / 4));  // columns n per warp
   FbSplit s;
   s.nwn = (np + wn - 1) / wn;
@@ -253,7 +253,7 @@ struct FbGradPlan {
   FastDiv div_nwn;
   int kc = 0;  ///< k per split (a multiple of 4 for fb_grad_swz)
 };
-SK_KRON_HD FbGradPlan fb_grad_plan(int qp, int np, int K, int nwarps, bool by4) {
+inline FbGradPlan fb_grad_plan(int qp, int np, int K, int nwarps, bool by4) {
   FbGradPlan g;
   g.sp = fb_split(qp, np, nwarps);
   g.div_nwn = FastDiv(g.sp.nwn);
