@@ -277,19 +277,22 @@ struct FastGeo {
 
 /// acc += Σ_{k < K} A[k, j-tile] ⊗ B(k, n-tile); A rows `astride` apart (a factor copy: QP), b[v]
 /// points at B(0, vector v), consecutive k `bstride` apart.
-template <int TM, int TN, int QP>
+template <int TM, int TN, int QP, int UNROLL = 4, int BS = 0>
 SK_KRON_FN void fast_mma_acc(const float* fa, int astride, const float* const (&b)[TN / 4], int bstride, int K,
                              float (&acc)[TM][TN]) {
   constexpr int LJ = FastGeo<TM, TN, QP>::LJ;
+  // BS: B's row stride where the caller knows it at compile time (then every load of an unrolled
+  // trip addresses off one register with an immediate offset, instead of an address per k).
+  const int bs = BS != 0 ? BS : bstride;
 #if defined(__CUDACC__)
-#pragma unroll 4
+#pragma unroll UNROLL
 #endif
   for (int k = 0; k < K; ++k) {
     float av[TM], bv[TN];
     SK_KRON_UNROLL
     for (int w = 0; w < TM / 4; ++w) lds4(fa + k * astride + w * 4 * LJ, av + 4 * w);
     SK_KRON_UNROLL
-    for (int v = 0; v < TN / 4; ++v) lds4(b[v] + k * bstride, bv + 4 * v);
+    for (int v = 0; v < TN / 4; ++v) lds4(b[v] + k * bs, bv + 4 * v);
     SK_KRON_UNROLL
     for (int i = 0; i < TM; ++i) {
       SK_KRON_UNROLL
@@ -300,7 +303,7 @@ SK_KRON_FN void fast_mma_acc(const float* fa, int astride, const float* const (&
 
 /// acc = Σ_k F[k, j-tile] ⊗ B(k, n-tile) for a factor copy F (rows `astride` apart: QP, or QP + 4
 /// for the backward's padded transposed copies).
-template <int TM, int TN, int QP>
+template <int TM, int TN, int QP, int UNROLL = 4, int BS = 0>
 SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int bstride, int K,
                          float (&acc)[TM][TN], int astride = QP) {
   SK_KRON_UNROLL
@@ -308,7 +311,7 @@ SK_KRON_FN void fast_mma(const float* fa, const float* const (&b)[TN / 4], int b
     SK_KRON_UNROLL
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
   }
-  fast_mma_acc<TM, TN, QP>(fa, astride, b, bstride, K, acc);
+  fast_mma_acc<TM, TN, QP, UNROLL, BS>(fa, astride, b, bstride, K, acc);
 }
 
 /// Starts the copies of every factor into shared memory as p × qpad (row-major, columns past q

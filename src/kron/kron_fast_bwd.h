@@ -42,15 +42,20 @@
 // Kept T0. A training forward through the register-tile forward keeps T0 (its first step's output,
 // kron_fast.h's fast_step_last writes it); then T0T is loaded (a stage buffer, transposed like DT)
 // instead of computed: no XT, no F1 copy, four GEMMs. Phase A runs G1 and ∂ℓ/∂F0 (whose inputs are
-// all loaded); with `alias`, G1's registers are written after one more barrier over DN and DT,
-// which nothing reads after phase A, so the block needs about half the shared memory and two fit
-// an SM ((64 ⊗ 64): 100 KB instead of 202 KB).
+// all loaded); with `alias`, G1's registers are written after one more barrier over two input
+// buffers that nothing reads after phase A, so the block needs about half the shared memory and
+// two fit an SM ((64 ⊗ 64): 100 KB instead of 202 KB). With two stages those are DN and DT; with
+// one (`late`), T0T and DT, and phase A splits in two: the G1 step reads DN, which landed during
+// the previous tile's phase B, while T0T and DT load for ∂ℓ/∂F0 (DN and DT loading at the start
+// of the tile, both waited for before any arithmetic, was the order before).
 // GN swizzle (q1p ≥ 32): the G1 write-back stores rows 4 apart from neighbouring lanes; at pitch q1p
 // those all fall in one bank group, so vector v of GN row r sits at v ^ ((r >> 2) & 7).
 
 #include "kron_fast.h"
 
 namespace sparsekern::kron::detail {
+
+constexpr int kFbUnroll = 8;
 
 /// A thread's registers across barriers: the step tile and the two ∂ℓ/∂F tiles.
 template <int TM>
@@ -228,8 +233,9 @@ SK_KRON_FN void fb_g1_cols(const FastBwdArgs& a, const FastGeo<TM, TM, QP>& g, i
   lo = n - c * a.q1;
 }
 
-/// G1 step: Out(i0, n = (c, j1)) = Σ_j0 F0ᵀ[j0, i0] DN(c, j0, j1) into the registers.
-template <int TM, int QP>
+/// G1 step: Out(i0, n = (c, j1)) = Σ_j0 F0ᵀ[j0, i0] DN(c, j0, j1) into the registers (BS: q1 when
+/// known at compile time, else 0).
+template <int TM, int QP, int BS = 0>
 SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, const float* sm, int tid, float (&acc)[TM][TM]) {
   using Geo = FastGeo<TM, TM, QP>;
   const Geo g(tid);
@@ -241,7 +247,7 @@ SK_KRON_FN void fb_step_g1(const FastBwdArgs& a, const float* dn, const float* s
     fb_g1_cols<TM, QP>(a, g, v, c, lo);
     b[v] = dn + c * Q + lo;
   }
-  fast_mma<TM, TM, QP>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc, QP + 4);  // F0ᵀ: pitch p0p + 4
+  fast_mma<TM, TM, QP, kFbUnroll, BS>(sm + a.off_f0t + g.j0, b, a.q1, a.q0, acc, QP + 4);  // F0ᵀ: pitch p0p + 4
 }
 
 /// Writes the G1 step's registers to GN[(c·p0 + i0)·gnp + j1] and GT[j1·rb + c·p0 + i0].
@@ -280,8 +286,9 @@ SK_KRON_FN void fb_write_g1(const FastBwdArgs& a, float* gn, float* gt, int tid,
   }
 }
 
-/// ∂X step: Out(i1, n = (c, i0)) = Σ_j1 F1ᵀ[j1, i1] GT[j1, n] → ∂ℓ/∂X[m0 + c, i0·p1 + i1].
-template <int TM, int QP>
+/// ∂X step: Out(i1, n = (c, i0)) = Σ_j1 F1ᵀ[j1, i1] GT[j1, n] → ∂ℓ/∂X[m0 + c, i0·p1 + i1] (BS: rb
+/// when known at compile time, else 0).
+template <int TM, int QP, int BS = 0>
 SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt, const float* sm, int tid,
                            float (&acc)[TM][TM]) {
   using Geo = FastGeo<TM, TM, QP>;
@@ -290,7 +297,7 @@ SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt
   const float* b[TM / 4];
   SK_KRON_UNROLL
   for (int v = 0; v < TM / 4; ++v) b[v] = gt + (g.nv[v] < n_cols ? g.nv[v] : 0);
-  fast_mma<TM, TM, QP>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc, QP + 4);  // F1ᵀ: pitch p1p + 4
+  fast_mma<TM, TM, QP, kFbUnroll, BS>(sm + a.off_f1t + g.j0, b, a.rb, a.q1, acc, QP + 4);  // F1ᵀ: pitch p1p + 4
   // The fields in locals (the stores' "memory" clobbers would reload them per store); n … n+3 lie
   // in one chunk (p0 is a multiple of 4), so one division per vector.
   const int p0 = a.p0, p1 = a.p1;
@@ -325,9 +332,11 @@ SK_KRON_FN void fb_step_dx(const FastBwdArgs& a, long long tile, const float* gt
 
 /// The warp's share of a ∂ℓ/∂F product: df(j, n) += Σ_k A[k, j] B[k, n] over its range of k, with
 /// A rows `astride` apart, B rows `bstride` apart (n < np valid); gp = fb_grad_plan(QP, np, K, …).
-template <int QP>
-SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride, int np, int K,
+/// AS, BS: the strides where the caller knows them at compile time, else 0.
+template <int QP, int AS = 0, int BS = 0>
+SK_KRON_FN void fb_grad(const float* A, int astride_rt, const float* B, int bstride, int np, int K,
                         const FbGradPlan& gp, int tid, float (&df)[4][4]) {
+  const int astride = AS != 0 ? AS : astride_rt;
   const int warp = tid >> 5;
   const int split = gp.div_nwn.div(warp);
   if (split >= gp.sp.splits) return;
@@ -337,15 +346,18 @@ SK_KRON_FN void fb_grad(const float* A, int astride, const float* B, int bstride
   const int kn = K - k0 < kc ? K - k0 : kc;
   if (kn <= 0) return;
   const float* b[1] = {B + static_cast<long long>(k0) * bstride + (g.nv[0] < np ? g.nv[0] : 0)};
-  fast_mma_acc<4, 4, QP>(A + static_cast<long long>(k0) * astride + g.j0, astride, b, bstride, kn, df);
+  fast_mma_acc<4, 4, QP, kFbUnroll, BS>(A + static_cast<long long>(k0) * astride + g.j0, astride, b, bstride, kn, df);
 }
 
 /// fb_grad for an A stored with swizzled 16-byte vectors (FastBwdArgs::gn_swz: vector v of row k at
 /// v ^ ((k >> 2) & 7); QP ≥ 32, K a multiple of 4). The splits start at multiples of 4 rows, so one
-/// swizzle serves four consecutive k.
-template <int QP>
-SK_KRON_FN void fb_grad_swz(const float* A, int astride, const float* B, int bstride, int np, int K,
-                            const FbGradPlan& gp, int tid, float (&df)[4][4]) {
+/// swizzle serves four consecutive k. A's stride is QP (FastBwdArgs::gnp with the swizzle); BS: B's
+/// when known at compile time, else 0.
+template <int QP, int BS = 0>
+SK_KRON_FN void fb_grad_swz(const float* A, const float* B, int bstride_rt, int np, int K, const FbGradPlan& gp,
+                            int tid, float (&df)[4][4]) {
+  constexpr int astride = QP;
+  const int bstride = BS != 0 ? BS : bstride_rt;
   static_assert(QP >= 32, "the swizzle permutes 8 vectors of a row");
   const int warp = tid >> 5;
   const int split = gp.div_nwn.div(warp);
@@ -356,6 +368,9 @@ SK_KRON_FN void fb_grad_swz(const float* A, int astride, const float* B, int bst
   const int kn = K - k0 < kc ? K - k0 : kc;
   const int vj = g.j0 >> 2;
   const float* b = B + static_cast<long long>(k0) * bstride + (g.nv[0] < np ? g.nv[0] : 0);
+#if defined(__CUDACC__)
+#pragma unroll 2
+#endif
   for (int kk = 0; kk < kn; kk += 4) {
     const int k = k0 + kk;
     const float* arow = A + static_cast<long long>(k) * astride + 4 * (vj ^ ((k >> 2) & 7));
@@ -431,48 +446,138 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
   const int nt = ex.nthreads();
   const bool two = a.nstage == 2;
   const bool late = a.alias && !two;
+  const bool kept = a.t0 != nullptr;
   ex.phase([&](int tid, Regs& r) {
     SK_KRON_UNROLL
     for (int i = 0; i < 4; ++i) {
       SK_KRON_UNROLL
       for (int j = 0; j < 4; ++j) r.df0[i][j] = r.df1[i][j] = 0.0f;
     }
-    // `late` (T0 kept, G1 over DN and DT, one stage): XN, which only phase B reads, is a copy group
-    // of its own that phase A's arithmetic covers (see W below).
-    if (block < a.ntiles) fb_issue_sel(a, sm + a.off_in[0], block, true, true, !late, true, tid, nt);
+    const bool has = block < a.ntiles;
+    if (late) {
+      // `late` (T0 kept, one stage, G1 over T0T and DT): three copy groups, in the order the
+      // first tile reads them: DN with the factors (the G1 step), T0T and DT (∂ℓ/∂F0), XN (phase B).
+      // The block waits here for the first group only; the G1 step covers the other two.
+      if (has) fb_issue_sel(a, sm + a.off_in[0], block, false, true, false, false, tid, nt);
+      fb_load_factors(a, sm, tid, nt);
+      async_commit();
+      if (has) fb_issue_sel(a, sm + a.off_in[0], block, true, false, false, true, tid, nt);
+      async_commit();
+      if (has) fb_issue_sel(a, sm + a.off_in[0], block, false, false, true, false, tid, nt);
+      async_commit();
+      async_wait<2>();
+      return;
+    }
+    if (has) fb_issue_sel(a, sm + a.off_in[0], block, true, true, true, true, tid, nt);
     fb_load_factors(a, sm, tid, nt);
     async_commit();
-    if (late) {
-      if (block < a.ntiles) fb_issue_sel(a, sm + a.off_in[0], block, false, false, true, false, tid, nt);
-      async_commit();
-    }
   });
   // The ∂ℓ/∂F products' splits, planned on the host for kThreads (fast_bwd_layout): the products,
   // the stores of their partial sums and the block's reduction all read these.
   const FbGradPlan& gp0 = a.grad[0];
   const FbGradPlan& gp1 = a.grad[1];
+  // The products' row strides, as compile-time constants where the kernel's widths fix them (the
+  // loads of an unrolled k loop then address off one register each; a stride known only at run
+  // time costs an address computation per k and operand): DT's is q0p + 4 and, in the uniform
+  // kernels (U), T0T's p0p + 4 = U + 4, GN's (swizzled) q1p; DN's q1, XN's p1 and GT's rb only
+  // where they equal U (square factors of width U) or U + 4 (one row per tile).
+  auto grad0 = [&](const float* in, int tid, Regs& r) {
+    with_qpad_u<U>(a.q0p, [&](auto qp) {
+      constexpr int QP = decltype(qp)::value;
+      fb_grad<QP, QP + 4, U != 0 ? U + 4 : 0>(in + a.in_dt, a.dtp, kept ? in + a.in_t0t : sm + a.off_t0t, a.ttp,
+                                              a.p0, a.chunks * a.q1, gp0, tid, r.df0);
+    });
+  };
+  auto step_g1 = [&](const float* in, int tid, Regs& r) {
+    with_qpad_u<U>(a.p0p, [&](auto qp) {
+      constexpr int QP = decltype(qp)::value;
+      if constexpr (U != 0) {
+        if (a.q1 == U) {
+          fb_step_g1<TM, QP, U>(a, in + a.in_dn, sm, tid, r.acc);
+          return;
+        }
+      }
+      fb_step_g1<TM, QP>(a, in + a.in_dn, sm, tid, r.acc);
+    });
+  };
+  auto grad1_dx = [&](const float* gn, const float* gt, const float* in, long long tile, int tid, Regs& r) {
+    with_qpad_u<U>(a.q1p, [&](auto qp) {
+      constexpr int QP = decltype(qp)::value;
+      if constexpr (QP >= 32) {
+        if (a.gn_swz) {
+          if constexpr (U != 0) {
+            if (a.p1 == U) {
+              fb_grad_swz<QP, U>(gn, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
+              return;
+            }
+          }
+          fb_grad_swz<QP>(gn, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
+          return;
+        }
+      }
+      fb_grad<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
+    });
+    if (a.gx == nullptr) return;
+    with_qpad_u<U>(a.p1p, [&](auto qp) {
+      constexpr int QP = decltype(qp)::value;
+      if constexpr (U != 0) {
+        if (a.rb == U + 4) {
+          fb_step_dx<TM, QP, U + 4>(a, tile, gt, sm, tid, r.acc);
+          return;
+        }
+      }
+      fb_step_dx<TM, QP>(a, tile, gt, sm, tid, r.acc);
+    });
+  };
   long long i = 0;
-  for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
-    const long long next = tile + grid;
-    const int cur = two ? static_cast<int>(i & 1) : 0;
-    float* const in = sm + a.off_in[cur];
-    // W: this tile's inputs in shared memory; the next tile's (two stages) or this tile's second
-    // half (one stage: its first half was started during the previous tile's phase B; with G1
-    // over the stage, `late`, see below) in flight.
-    ex.phase([&](int tid, Regs&) {
-      if (two) {
-        if (next < a.ntiles) fb_issue(a, sm + a.off_in[cur ^ 1], next, 3, tid, nt);
-        async_commit();
-        async_wait<1>();
-      } else if (late) {
-        // DN and DT now (phase B read G1 there until the barrier before this phase), T0T since the
-        // previous tile's phase B; XN in flight until the end of phase A.
-        if (i > 0) {
-          fb_issue_sel(a, in, tile, false, true, false, true, tid, nt);
+  if (late) {
+    // One stage, T0 kept, G1 written over T0T (as GN) and DT (as GT) once ∂ℓ/∂F0 has read them, so
+    // that DN is free during phase B and takes the next tile's copy there. Per tile:
+    //   A1: T0T, DT and XN copies start (from the second tile on); G1 step from DN (landed);
+    //   A2: ∂ℓ/∂F0 from T0T and DT (landed at the end of A1);
+    //   A3: G1's registers to GN and GT (XN landed at its end);
+    //   B:  the next tile's DN copy starts; ∂ℓ/∂F1 and ∂X (DN landed at its end).
+    float* const in = sm + a.off_in[0];
+    float* const gn = in + a.in_t0t;
+    float* const gt = in + a.in_dt;
+    for (long long tile = block; tile < a.ntiles; tile += grid, ++i) {
+      const long long next = tile + grid;
+      const bool first = i == 0;
+      ex.phase([&](int tid, Regs& r) {
+        if (!first) {
+          fb_issue_sel(a, in, tile, true, false, false, true, tid, nt);
           async_commit();
           fb_issue_sel(a, in, tile, false, false, true, false, tid, nt);
           async_commit();
         }
+        step_g1(in, tid, r);
+        async_wait<1>();  // T0T and DT
+      });
+      ex.phase([&](int tid, Regs& r) { grad0(in, tid, r); });
+      ex.phase([&](int tid, Regs& r) {
+        with_qpad_u<U>(a.p0p, [&](auto qp) { fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc); });
+        async_wait<0>();  // XN
+      });
+      ex.phase([&](int tid, Regs& r) {
+        if (next < a.ntiles) {
+          fb_issue_sel(a, in, next, false, true, false, false, tid, nt);
+          async_commit();
+        }
+        grad1_dx(gn, gt, in, tile, tid, r);
+        async_wait<0>();  // the next tile's DN
+      });
+    }
+  }
+  for (long long tile = block; !late && tile < a.ntiles; tile += grid, ++i) {
+    const long long next = tile + grid;
+    const int cur = two ? static_cast<int>(i & 1) : 0;
+    float* const in = sm + a.off_in[cur];
+    // W: this tile's inputs in shared memory; the next tile's (two stages) or this tile's second
+    // half (one stage: its first half was started during the previous tile's phase B) in flight.
+    ex.phase([&](int tid, Regs&) {
+      if (two) {
+        if (next < a.ntiles) fb_issue(a, sm + a.off_in[cur ^ 1], next, 3, tid, nt);
+        async_commit();
         async_wait<1>();
       } else {
         if (i > 0) fb_issue(a, in, tile, 2, tid, nt);
@@ -481,60 +586,33 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
       }
     });
     // A: T0 = X·F1 and G1 = F0·G, written where phase B reads them; with T0 kept, G1 and ∂ℓ/∂F0
-    // (which reads only this tile's inputs, T0T and DT). With `alias` (T0 kept), G1 is written
-    // after a barrier over DN and DT, which nothing reads after phase A: half the shared memory
-    // of separate buffers, so that two blocks fit an SM.
-    const bool kept = a.t0 != nullptr;
+    // (which reads only this tile's inputs, T0T and DT). With `alias` (T0 kept, two stages), G1 is
+    // written after a barrier over DN and DT, which nothing reads after phase A.
     float* const gn = a.alias ? in + a.in_dn : sm + a.off_gn;
     float* const gt = a.alias ? in + a.in_dt : sm + a.off_gt;
-    auto grad0 = [&](int tid, Regs& r) {
-      with_qpad_u<U>(a.q0p, [&](auto qp) {
-        fb_grad<decltype(qp)::value>(in + a.in_dt, a.dtp, kept ? in + a.in_t0t : sm + a.off_t0t, a.ttp, a.p0,
-                                     a.chunks * a.q1, gp0, tid, r.df0);
-      });
-    };
     ex.phase([&](int tid, Regs& r) {
       if (!kept)
         with_qpad_u<U>(a.q1p, [&](auto qp) { fb_step_t0<TM, decltype(qp)::value>(a, in, sm, tid, r.acc); });
-      with_qpad_u<U>(a.p0p, [&](auto qp) {
-        fb_step_g1<TM, decltype(qp)::value>(a, in + a.in_dn, sm, tid, r.acc);
-        if (!a.alias) fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc);
-      });
-      if (kept) grad0(tid, r);
+      step_g1(in, tid, r);
+      if (!a.alias)
+        with_qpad_u<U>(a.p0p, [&](auto qp) { fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc); });
+      if (kept) grad0(in, tid, r);
     });
     if (a.alias) {
       ex.phase([&](int tid, Regs& r) {
         with_qpad_u<U>(a.p0p, [&](auto qp) { fb_write_g1<TM, decltype(qp)::value>(a, gn, gt, tid, r.acc); });
-        if (late) async_wait<0>();  // XN, for phase B
       });
     }
     // B: ∂ℓ/∂F1, ∂X and (T0 recomputed) ∂ℓ/∂F0. With one stage (and no alias), part 1 of the
     // inputs (XT or T0T, and DN) is free now: the next tile's copies into it start first.
-    // `late`: T0T, which only phase A reads, takes the next tile's copy now.
     const bool issue = !two && !a.alias && next < a.ntiles;
-    const bool issue_t0t = late && next < a.ntiles;
     ex.phase([&](int tid, Regs& r) {
       if (issue) {
         fb_issue(a, in, next, 1, tid, nt);
         async_commit();
       }
-      if (issue_t0t) {
-        fb_issue_sel(a, in, next, true, false, false, false, tid, nt);
-        async_commit();
-      }
-      if (!kept) grad0(tid, r);
-      with_qpad_u<U>(a.q1p, [&](auto qp) {
-        constexpr int QP = decltype(qp)::value;
-        if constexpr (QP >= 32) {
-          if (a.gn_swz) {
-            fb_grad_swz<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
-            return;
-          }
-        }
-        fb_grad<QP>(gn, a.gnp, in + a.in_xn, a.p1, a.p1, a.chunks * a.p0, gp1, tid, r.df1);
-      });
-      if (a.gx != nullptr)
-        with_qpad_u<U>(a.p1p, [&](auto qp) { fb_step_dx<TM, decltype(qp)::value>(a, tile, gt, sm, tid, r.acc); });
+      if (!kept) grad0(in, tid, r);
+      grad1_dx(gn, gt, in, tile, tid, r);
     });
   }
   // The block's partial sums: every copy has landed (the last W waited for all of them) and every

@@ -290,7 +290,7 @@ struct FastBwdArgs {
   const float* t0 = nullptr;
   long long ldt0 = 0;
   int in_t0t = 0;
-  int alias = 0;  ///< T0 kept: GN and GT overwrite the stage's DN and DT (after a barrier)
+  int alias = 0;  ///< T0 kept: GN and GT overwrite DN and DT (two stages) or T0T and DT (one), after a barrier
   /// GN's 16-byte vectors swizzled (vector v of row r at v ^ ((r >> 2) & 7); q1p ≥ 32, pitch q1p): the
   /// G1 step writes rows 4 apart from neighbouring lanes, all in one bank group unswizzled.
   int gn_swz = 0;

@@ -792,8 +792,13 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
   cur = round_up(cur, 4);
   const long long P = static_cast<long long>(a.p0) * a.p1, Q = static_cast<long long>(a.q0) * a.q1;
   const long long t0t = static_cast<long long>(C) * a.q1 * a.ttp;
+  // T0 kept with one stage: GN and GT go over T0T and DT (kron_fast_bwd.h's `late` program) where
+  // GT fits DT, T0T's place sized for GN too.
+  const bool late = kept && nstage == 1 && a.rb <= static_cast<long long>(C) * a.dtp;
   // A stage: XT (recompute) or T0T (kept) first, then XN, DN, DT.
-  const long long first = kept ? t0t : round_up(static_cast<long long>(a.p1) * a.rb, 4);
+  const long long first = !kept ? round_up(static_cast<long long>(a.p1) * a.rb, 4)
+                          : late ? round_up(std::max(t0t, static_cast<long long>(C) * a.p0 * a.gnp), 4)
+                                 : t0t;
   a.in_t0t = 0;
   a.in_xn = static_cast<int>(first);
   a.in_dn = static_cast<int>(first + C * P);
@@ -805,9 +810,10 @@ std::size_t fast_bwd_layout(const std::vector<ModeDims>& modes, int chunks, int 
   cur += stage * nstage;
   a.off_t0t = static_cast<int>(cur);
   if (!kept) cur += t0t;
-  // T0 kept: GN and GT go over DN and DT where they fit (GN's pitch without its padding if need be).
-  a.alias = 0;
-  if (kept && a.rb <= static_cast<long long>(C) * a.dtp) {
+  // T0 kept, two stages: GN and GT go over DN and DT where they fit (GN's pitch without its padding
+  // if need be).
+  a.alias = late ? 1 : 0;
+  if (kept && !late && a.rb <= static_cast<long long>(C) * a.dtp) {
     if (static_cast<long long>(a.p0) * a.gnp <= Q) {
       a.alias = 1;
     } else if (static_cast<long long>(a.p0) * a.q1p <= Q) {
