@@ -168,6 +168,16 @@ SK_KRON_FN void copy16_async(float* dst, const float* src, bool valid) {
 #endif
 }
 
+/// Lets the grid launched after this one as its programmatic dependent (the backward's reduction of
+/// the blocks' partial ∂ℓ/∂F, kron_matmul_cuda.cu: reduce_launch) start launching once every block
+/// of this grid has called it or exited; that grid waits for this one's end before reading. Called
+/// by the backward programs when only their partial sums are left to write.
+SK_KRON_FN void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 SK_KRON_FN void async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -620,6 +620,7 @@ SK_KRON_PROGRAM void fast_backward2_program(const FastBwdArgs& a, Exec& ex, floa
   float* const scratch0 = sm + a.off_scratch;
   float* const scratch1 = scratch0 + gp0.sp.splits * a.p0 * a.q0;
   ex.phase([&](int tid, Regs& r) {
+    pdl_launch_dependents();  // the reduction of the partials may start launching
     async_wait<0>();
     with_qpad_u<U>(a.q0p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df0, a.p0, a.q0, gp0, scratch0, tid); });
     with_qpad_u<U>(a.q1p, [&](auto qp) { fb_grad_store<decltype(qp)::value>(r.df1, a.p1, a.q1, gp1, scratch1, tid); });

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <type_traits>
 #include <mutex>
 
@@ -72,6 +74,11 @@ constexpr int kReduceWarps = 32;
 template <typename T, typename Acc>
 __device__ __forceinline__ void reduce_block(const ReduceDesc& r, unsigned block) {
   __shared__ Acc sums[kReduceWarps][32];
+  // Launched as a programmatic dependent of the kernel that wrote the partials (reduce_launch):
+  // wait until that grid has finished and its writes are visible (a no-op in a plain launch).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n = r.p * r.q;
   const int e = static_cast<int>(block) * 32 + lane;
@@ -106,6 +113,47 @@ __global__ void __launch_bounds__(32 * kReduceWarps) kron_reduce_batch_kernel(co
   const ReduceDesc& r = rb.d[blockIdx.y];
   if (static_cast<long long>(blockIdx.x) * 32 >= static_cast<long long>(r.p) * r.q) return;
   reduce_block<T, Acc>(r, blockIdx.x);
+}
+
+/// Whether the reduction launches as a programmatic dependent launch (PDL) of the kernel before it
+/// on the stream: compute capability 9.0 or newer, and SPARSEKERN_KRON_PDL not "0" (read per
+/// launch, for comparisons). The reduction's blocks then start, and wait at griddepcontrol.wait,
+/// while that kernel's last blocks finish, instead of launching after it; inside a CUDA graph
+/// capture the edge becomes a programmatic one.
+bool reduce_pdl(int device) {
+  static std::array<std::atomic<int>, 64> major{};  // 0: not read yet
+  if (device < 0 || device >= 64) return false;
+  int m = major[device].load(std::memory_order_relaxed);
+  if (m == 0) {
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || m <= 0) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    major[device].store(m, std::memory_order_relaxed);
+  }
+  const char* v = std::getenv("SPARSEKERN_KRON_PDL");
+  return m >= 9 && !(v != nullptr && v[0] == '0' && v[1] == '\0');
+}
+
+/// kernel<<<grid, block, 0, s>>>(arg), as a programmatic dependent launch where reduce_pdl allows.
+template <class Arg>
+void reduce_launch(void (*kernel)(Arg), dim3 grid, int device, cudaStream_t s, const Arg& arg) {
+  if (!reduce_pdl(device)) {
+    kernel<<<grid, 32 * kReduceWarps, 0, s>>>(arg);
+    SK_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(32 * kReduceWarps);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  SK_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, arg));
 }
 
 class CudaBackend final : public Backend {
@@ -249,14 +297,14 @@ class CudaBackend final : public Backend {
     if (n == 0) return;
     sparsekern::detail::DeviceGuard guard(device.index);
     auto s = static_cast<cudaStream_t>(stream);
-    const unsigned blocks = static_cast<unsigned>((n + 31) / 32);
+    const dim3 blocks(static_cast<unsigned>((n + 31) / 32));
+    const int dev = device.index;
     switch (dtype) {
-      case DType::f16: kron_reduce_kernel<__half, float><<<blocks, 32 * kReduceWarps, 0, s>>>(r); break;
-      case DType::bf16: kron_reduce_kernel<__nv_bfloat16, float><<<blocks, 32 * kReduceWarps, 0, s>>>(r); break;
-      case DType::f32: kron_reduce_kernel<float, float><<<blocks, 32 * kReduceWarps, 0, s>>>(r); break;
-      case DType::f64: kron_reduce_kernel<double, double><<<blocks, 32 * kReduceWarps, 0, s>>>(r); break;
+      case DType::f16: reduce_launch(kron_reduce_kernel<__half, float>, blocks, dev, s, r); break;
+      case DType::bf16: reduce_launch(kron_reduce_kernel<__nv_bfloat16, float>, blocks, dev, s, r); break;
+      case DType::f32: reduce_launch(kron_reduce_kernel<float, float>, blocks, dev, s, r); break;
+      case DType::f64: reduce_launch(kron_reduce_kernel<double, double>, blocks, dev, s, r); break;
     }
-    SK_CUDA_CHECK_LAUNCH();
   }
 
   void reduce_batch(DType dtype, const ReduceBatch& rb, Device device, Stream stream) override {
@@ -269,13 +317,13 @@ class CudaBackend final : public Backend {
     sparsekern::detail::DeviceGuard guard(device.index);
     auto s = static_cast<cudaStream_t>(stream);
     const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(rb.n));
+    const int dev = device.index;
     switch (dtype) {
-      case DType::f16: kron_reduce_batch_kernel<__half, float><<<grid, 32 * kReduceWarps, 0, s>>>(rb); break;
-      case DType::bf16: kron_reduce_batch_kernel<__nv_bfloat16, float><<<grid, 32 * kReduceWarps, 0, s>>>(rb); break;
-      case DType::f32: kron_reduce_batch_kernel<float, float><<<grid, 32 * kReduceWarps, 0, s>>>(rb); break;
-      case DType::f64: kron_reduce_batch_kernel<double, double><<<grid, 32 * kReduceWarps, 0, s>>>(rb); break;
+      case DType::f16: reduce_launch(kron_reduce_batch_kernel<__half, float>, grid, dev, s, rb); break;
+      case DType::bf16: reduce_launch(kron_reduce_batch_kernel<__nv_bfloat16, float>, grid, dev, s, rb); break;
+      case DType::f32: reduce_launch(kron_reduce_batch_kernel<float, float>, grid, dev, s, rb); break;
+      case DType::f64: reduce_launch(kron_reduce_batch_kernel<double, double>, grid, dev, s, rb); break;
     }
-    SK_CUDA_CHECK_LAUNCH();
   }
 
  private:

@@ -372,7 +372,10 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
       ig = ng_i;
     }
   }
-  ex.phase([&](int, Regs&) { async_wait<0>(); });  // no copy outlives the tiles; every buffer is free
+  ex.phase([&](int, Regs&) {
+    pdl_launch_dependents();  // the reduction of the partials may start launching
+    async_wait<0>();          // no copy outlives the tiles; every buffer is free
+  });
   small_bwd_reduce(b, ex, buf(0), block);
 }
 
