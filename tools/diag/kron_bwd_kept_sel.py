@@ -9,7 +9,7 @@ import sys
 
 import torch
 from graphtime import graph_time, kernel_times  # this folder
-from kron_profile import square_case
+from kron_profile import square_case_with_grads
 
 from sparsekern import _C
 from sparsekern import kron as K
@@ -28,12 +28,7 @@ def kept_backward(x, fs, gy, needs):
 
 
 for case in cases:
-    b, ps = case.split()
-    batch, ps = int(b), [int(v) for v in ps.split(",")]
-    x, fs, gy = square_case(batch, ps, g, dev)
-    needs = [True] * (len(ps) + 1)
-    x6, f6 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
-    want = torch.autograd.grad(K.kron_reference(x6, f6), [x6, *f6], gy.double())
+    batch, ps, x, fs, gy, needs, want = square_case_with_grads(case, g, dev)
     fwd = graph_time(lambda: K._forward(x, fs, save=True))
     us = {s: [] for s in sels}
     err = {}

@@ -7,7 +7,7 @@ import sys
 
 import torch
 from graphtime import graph_time  # this folder
-from kron_profile import square_case
+from kron_profile import square_case_with_grads
 
 from sparsekern import _C
 from sparsekern import kron as K
@@ -17,12 +17,7 @@ dev = torch.device("cuda")
 sels, rounds, cases = sys.argv[1].split(";"), int(sys.argv[2]), sys.argv[3:]
 g = torch.Generator().manual_seed(0)
 for case in cases:
-    b, ps = case.split()
-    batch, ps = int(b), [int(v) for v in ps.split(",")]
-    x, fs, gy = square_case(batch, ps, g, dev)
-    needs = [True] * (len(ps) + 1)
-    x6, f6 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
-    want = torch.autograd.grad(K.kron_reference(x6, f6), [x6, *f6], gy.double())
+    batch, ps, x, fs, gy, needs, want = square_case_with_grads(case, g, dev)
     fwd = graph_time(lambda: K.kron_matmul(x, fs))  # µs per call
     us = {s: [] for s in sels}
     err = {}

@@ -31,5 +31,5 @@ for case in sys.argv[2:]:
             us[v].append(graph_time(lambda: K._backward(x, fs, g, needs, saved)))
     os.environ.pop("SPARSEKERN_KRON_PDL")
     print(f"{batch}x{ps}: forward {fwd:.1f} us | backward plain " + " ".join(f"{u:.1f}" for u in us["0"])
-          + f" | PDL " + " ".join(f"{u:.1f}" for u in us["1"])
+          + " | PDL " + " ".join(f"{u:.1f}" for u in us["1"])
           + f" | ratio {min(us['0']) / fwd:.2f} -> {min(us['1']) / fwd:.2f}", flush=True)

@@ -29,6 +29,18 @@ def square_case(batch, sizes, gen, dev):
     return x, fs, gy
 
 
+def square_case_with_grads(case, gen, dev):
+    """A case "BATCH P1,P2,..." as square_case makes it, with every gradient wanted and their float64
+    reference: (batch, sizes, x, fs, gy, needs, want)."""
+    b, ps = case.split()
+    batch, sizes = int(b), [int(v) for v in ps.split(",")]
+    x, fs, gy = square_case(batch, sizes, gen, dev)
+    needs = [True] * (len(sizes) + 1)
+    x6, f6 = x.double().requires_grad_(), [f.double().requires_grad_() for f in fs]
+    want = torch.autograd.grad(kron_reference(x6, f6), [x6, *f6], gy.double())
+    return batch, sizes, x, fs, gy, needs, want
+
+
 def plan_line(x, fs, backward=True):
     """The first line of the product's plan (its first kernel)."""
     return _C.kron_describe_plan(as_dlpack(x), [as_dlpack(f) for f in fs], backward).splitlines()[0]
