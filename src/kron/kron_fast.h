@@ -168,6 +168,12 @@ SK_KRON_FN void copy16_async(float* dst, const float* src, bool valid) {
 #endif
 }
 
+/// Whether a factor's rows (row stride rs, column stride cs, q columns) are contiguous with every
+/// 4-column group 16-byte aligned: then they can be read, or copied, 16 bytes at a time.
+SK_KRON_FN bool rows_vec16(const float* f, long long rs, long long cs, int q) {
+  return cs == 1 && (q & 3) == 0 && (rs & 3) == 0 && (reinterpret_cast<unsigned long long>(f) & 15) == 0;
+}
+
 /// Lets the grid launched after this one as its programmatic dependent (the backward's reduction of
 /// the blocks' partial ∂ℓ/∂F, kron_matmul_cuda.cu: reduce_launch) start launching once every block
 /// of this grid has called it or exited; that grid waits for this one's end before reading. Called
@@ -341,7 +347,7 @@ SK_KRON_FN void fast_load_factors(const FastArgs& a, float* sm, int tid, int nt)
     const int rows = t == a.nf - 1 ? (p + 3) & ~3 : p;  // the last step reads k in groups of 4
     // 16-byte copies where each row of the factor is contiguous and its 4-column groups are
     // 16-byte aligned (then columns q … qpad − 1, q a multiple of 4, are whole zero-filled vectors).
-    if (cs == 1 && (q & 3) == 0 && (rs & 3) == 0 && (reinterpret_cast<unsigned long long>(f) & 15) == 0) {
+    if (rows_vec16(f, rs, cs, q)) {
       const int total = rows * (qpad >> 2);
       for (int e = tid; e < total; e += nt) {
         const int i = e >> (sh - 2), j = (e & ((qpad >> 2) - 1)) << 2;

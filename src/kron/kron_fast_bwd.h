@@ -118,7 +118,7 @@ SK_KRON_FN void fb_issue_t(const float* src, long long ld, int H, const FastDiv&
 SK_KRON_FN void fb_copy_transposed(const float* f, long long rs, long long cs, int p, int q, int w,
                                    float* dst, int tid, int nt) {
   const int s = ilog2c(w);  // w: a power of two ≥ 8
-  if (cs == 1 && (q & 3) == 0 && (rs & 3) == 0 && (reinterpret_cast<unsigned long long>(f) & 15) == 0) {
+  if (rows_vec16(f, rs, cs, q)) {
     // Lane order: i fastest (the stores of a warp, rows i of one dst line, hit 32 banks).
     const int total = (q >> 2) << s;
     constexpr int kBatch = 4;  // loads in flight per thread before their stores
