@@ -345,6 +345,9 @@ struct Limits {
   std::size_t smem_per_sm = 0;
   int num_sms = 1;
   std::size_t smem_block_max = 0;  ///< the most one block may opt in to (one block per SM)
+  /// Compute capability 9.0 or newer: the backward's ∂ℓ/∂F reduction may launch as a programmatic
+  /// dependent of the kernel that writes its partials (kron_matmul_cuda.cu, reduce_launch).
+  bool dependent_launch = false;
   /// The CPU's own plan: every mode one GEMM step (the fastest on a CPU) instead of the fused GPU
   /// programs' emulation (SPARSEKERN_KRON_CPU=emulate; the tests use it to check those programs).
   bool gemm_steps = false;

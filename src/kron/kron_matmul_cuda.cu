@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <type_traits>
@@ -116,29 +115,19 @@ __global__ void __launch_bounds__(32 * kReduceWarps) kron_reduce_batch_kernel(co
 }
 
 /// Whether the reduction launches as a programmatic dependent launch (PDL) of the kernel before it
-/// on the stream: compute capability 9.0 or newer, and SPARSEKERN_KRON_PDL not "0" (read per
-/// launch, for comparisons). The reduction's blocks then start, and wait at griddepcontrol.wait,
-/// while that kernel's last blocks finish, instead of launching after it; inside a CUDA graph
-/// capture the edge becomes a programmatic one.
-bool reduce_pdl(int device) {
-  static std::array<std::atomic<int>, 64> major{};  // 0: not read yet
-  if (device < 0 || device >= 64) return false;
-  int m = major[device].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || m <= 0) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    major[device].store(m, std::memory_order_relaxed);
-  }
+/// on the stream: where the device allows it (Limits::dependent_launch) and SPARSEKERN_KRON_PDL is
+/// not "0" (read per launch, for comparisons). The reduction's blocks then start, and wait at
+/// griddepcontrol.wait, while that kernel's last blocks finish, instead of launching after it;
+/// inside a CUDA graph capture the edge becomes a programmatic one.
+bool reduce_pdl(const Limits& lim) {
   const char* v = std::getenv("SPARSEKERN_KRON_PDL");
-  return m >= 9 && !(v != nullptr && v[0] == '0' && v[1] == '\0');
+  return lim.dependent_launch && !(v != nullptr && v[0] == '0' && v[1] == '\0');
 }
 
-/// kernel<<<grid, block, 0, s>>>(arg), as a programmatic dependent launch where reduce_pdl allows.
+/// kernel<<<grid, block, 0, s>>>(arg), as a programmatic dependent launch where `pdl`.
 template <class Arg>
-void reduce_launch(void (*kernel)(Arg), dim3 grid, int device, cudaStream_t s, const Arg& arg) {
-  if (!reduce_pdl(device)) {
+void reduce_launch(void (*kernel)(Arg), dim3 grid, bool pdl, cudaStream_t s, const Arg& arg) {
+  if (!pdl) {
     kernel<<<grid, 32 * kReduceWarps, 0, s>>>(arg);
     SK_CUDA_CHECK_LAUNCH();
     return;
@@ -162,7 +151,8 @@ class CudaBackend final : public Backend {
     sparsekern::detail::require_cuda_device(device.index);
     std::lock_guard<std::mutex> lock(mutex_);
     if (device.index < kMaxDevices && known_[device.index]) return cache_[device.index];
-    int optin = 0, per_sm = 0, sms = 0;
+    int optin = 0, per_sm = 0, sms = 0, major = 0;
+    SK_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index));
     SK_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index));
     SK_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device.index));
     SK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device.index));
@@ -174,6 +164,7 @@ class CudaBackend final : public Backend {
     lim.num_sms = std::max(sms, 1);
     // A register-tile forward block runs alone on its SM and may take all it can opt in to.
     lim.smem_block_max = static_cast<std::size_t>(std::min(optin, per_sm - 1024));
+    lim.dependent_launch = major >= 9;
     if (device.index < kMaxDevices) {
       cache_[device.index] = lim;
       known_[device.index] = true;
@@ -298,12 +289,12 @@ class CudaBackend final : public Backend {
     sparsekern::detail::DeviceGuard guard(device.index);
     auto s = static_cast<cudaStream_t>(stream);
     const dim3 blocks(static_cast<unsigned>((n + 31) / 32));
-    const int dev = device.index;
+    const bool pdl = reduce_pdl(limits(device));
     switch (dtype) {
-      case DType::f16: reduce_launch(kron_reduce_kernel<__half, float>, blocks, dev, s, r); break;
-      case DType::bf16: reduce_launch(kron_reduce_kernel<__nv_bfloat16, float>, blocks, dev, s, r); break;
-      case DType::f32: reduce_launch(kron_reduce_kernel<float, float>, blocks, dev, s, r); break;
-      case DType::f64: reduce_launch(kron_reduce_kernel<double, double>, blocks, dev, s, r); break;
+      case DType::f16: reduce_launch(kron_reduce_kernel<__half, float>, blocks, pdl, s, r); break;
+      case DType::bf16: reduce_launch(kron_reduce_kernel<__nv_bfloat16, float>, blocks, pdl, s, r); break;
+      case DType::f32: reduce_launch(kron_reduce_kernel<float, float>, blocks, pdl, s, r); break;
+      case DType::f64: reduce_launch(kron_reduce_kernel<double, double>, blocks, pdl, s, r); break;
     }
   }
 
@@ -317,12 +308,12 @@ class CudaBackend final : public Backend {
     sparsekern::detail::DeviceGuard guard(device.index);
     auto s = static_cast<cudaStream_t>(stream);
     const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(rb.n));
-    const int dev = device.index;
+    const bool pdl = reduce_pdl(limits(device));
     switch (dtype) {
-      case DType::f16: reduce_launch(kron_reduce_batch_kernel<__half, float>, grid, dev, s, rb); break;
-      case DType::bf16: reduce_launch(kron_reduce_batch_kernel<__nv_bfloat16, float>, grid, dev, s, rb); break;
-      case DType::f32: reduce_launch(kron_reduce_batch_kernel<float, float>, grid, dev, s, rb); break;
-      case DType::f64: reduce_launch(kron_reduce_batch_kernel<double, double>, grid, dev, s, rb); break;
+      case DType::f16: reduce_launch(kron_reduce_batch_kernel<__half, float>, grid, pdl, s, rb); break;
+      case DType::bf16: reduce_launch(kron_reduce_batch_kernel<__nv_bfloat16, float>, grid, pdl, s, rb); break;
+      case DType::f32: reduce_launch(kron_reduce_batch_kernel<float, float>, grid, pdl, s, rb); break;
+      case DType::f64: reduce_launch(kron_reduce_batch_kernel<double, double>, grid, pdl, s, rb); break;
     }
   }
 
