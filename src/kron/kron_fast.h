@@ -174,10 +174,11 @@ SK_KRON_FN bool rows_vec16(const float* f, long long rs, long long cs, int q) {
   return cs == 1 && (q & 3) == 0 && (rs & 3) == 0 && (reinterpret_cast<unsigned long long>(f) & 15) == 0;
 }
 
-/// Lets the grid launched after this one as its programmatic dependent (the backward's reduction of
-/// the blocks' partial ∂ℓ/∂F, kron_matmul_cuda.cu: reduce_launch) start launching once every block
-/// of this grid has called it or exited; that grid waits for this one's end before reading. Called
-/// by the backward programs when only their partial sums are left to write.
+/// Lets the grid launched after this one as its programmatic dependent (kron_launch.cuh: the
+/// backward's reduction of the blocks' partial ∂ℓ/∂F, or the next fused kernel) start launching
+/// once every block of this grid has called it or exited; that grid waits for this one's end
+/// before reading. Called by the backward programs when only their partial sums are left to write,
+/// and by the forward programs at the start of a block's last tile.
 SK_KRON_FN void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -646,6 +647,7 @@ SK_KRON_PROGRAM void fast_forward_program(const FastArgs& a, Exec& ex, float* sm
     // X of this tile in shared memory; with two stages, the next tile's copy starts first (its
     // buffer was last read by the previous tile's first step, before that step's barrier).
     ex.phase([&](int tid, Regs&) {
+      if (next >= a.ntiles) pdl_launch_dependents();  // the block's last tile (see kron_launch.cuh)
       if (two) {
         if (next < a.ntiles) fast_issue_x(a, xnext, next, tid, nt);
         async_commit();

@@ -6,6 +6,7 @@
 
 #include "../common/cuda_check.h"
 #include "kron_fast.h"
+#include "kron_launch.cuh"
 
 namespace sparsekern::kron::detail {
 namespace {
@@ -17,27 +18,27 @@ namespace {
 template <int TILE, int NT>
 __global__ void __launch_bounds__(NT, TILE == 8 && NT == 256 ? 1 : 2) kron_fast_kernel(const __grid_constant__ FastArgs a) {
   extern __shared__ __align__(16) unsigned char kron_fast_smem[];
+  pdl_wait();
   FastDeviceExec<FastRegs<TILE, TILE>> ex;
   fast_forward_program<TILE, TILE>(a, ex, reinterpret_cast<float*>(kron_fast_smem), blockIdx.x, gridDim.x);
 }
 
 template <int TILE, int NT>
-void launch_fast(const FastArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
+void launch_fast(const FastArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
   fast_opt_in_smem<kron_fast_kernel<TILE, NT>>(smem, device);
-  kron_fast_kernel<TILE, NT><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
-  SK_CUDA_CHECK_LAUNCH();
+  kron_launch(kron_fast_kernel<TILE, NT>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl, a);
 }
 
 }  // namespace
 
 void fast_forward_f32(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem, int device,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, bool pdl) {
   if (tile == 4)
-    launch_fast<4, 256>(a, grid, smem, device, stream);
+    launch_fast<4, 256>(a, grid, smem, device, stream, pdl);
   else if (threads == 128)
-    launch_fast<8, 128>(a, grid, smem, device, stream);
+    launch_fast<8, 128>(a, grid, smem, device, stream, pdl);
   else
-    launch_fast<8, 256>(a, grid, smem, device, stream);
+    launch_fast<8, 256>(a, grid, smem, device, stream, pdl);
 }
 
 }  // namespace sparsekern::kron::detail

@@ -164,12 +164,14 @@ SK_KRON_DECLARE_FUSED(fused_backward_bf16)
 SK_KRON_DECLARE_FUSED(fused_backward_f32)
 SK_KRON_DECLARE_FUSED(fused_backward_f64)
 #undef SK_KRON_DECLARE_FUSED
+// The two fp32 forwards below launch as programmatic dependents of the kernel before them where
+// `pdl` (kron_launch.cuh).
 // Defined in kron_fast_fwd_f32.cu: the register-tile fp32 forward (kron_fast.h).
 void fast_forward_f32(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem, int device,
-                      cudaStream_t stream);
+                      cudaStream_t stream, bool pdl);
 /// The fiber-per-thread fp32 forward for small square factors (kron_small.h, kron_small_fwd_f32.cu).
 void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::size_t smem, int device,
-                       cudaStream_t stream);
+                       cudaStream_t stream, bool pdl);
 /// The fiber-per-thread fp32 backward for small square factors (kron_small_bwd.h, kron_small_bwd_f32.cu).
 void small_backward_f32(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, int device,
                         cudaStream_t stream);

@@ -20,6 +20,7 @@
 #include "../common/handles_internal.h"
 #include "kron_fused.cuh"
 #include "kron_internal.h"
+#include "kron_launch.cuh"
 
 namespace sparsekern::kron::detail {
 namespace {
@@ -73,11 +74,9 @@ constexpr int kReduceWarps = 32;
 template <typename T, typename Acc>
 __device__ __forceinline__ void reduce_block(const ReduceDesc& r, unsigned block) {
   __shared__ Acc sums[kReduceWarps][32];
-  // Launched as a programmatic dependent of the kernel that wrote the partials (reduce_launch):
-  // wait until that grid has finished and its writes are visible (a no-op in a plain launch).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
+  // Launched as a programmatic dependent of the kernel that wrote the partials (kron_pdl): wait
+  // until that grid has finished and its writes are visible (a no-op in a plain launch).
+  pdl_wait();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n = r.p * r.q;
   const int e = static_cast<int>(block) * 32 + lane;
@@ -114,35 +113,21 @@ __global__ void __launch_bounds__(32 * kReduceWarps) kron_reduce_batch_kernel(co
   reduce_block<T, Acc>(r, blockIdx.x);
 }
 
-/// Whether the reduction launches as a programmatic dependent launch (PDL) of the kernel before it
-/// on the stream: where the device allows it (Limits::dependent_launch) and SPARSEKERN_KRON_PDL is
-/// not "0" (read per launch, for comparisons). The reduction's blocks then start, and wait at
-/// griddepcontrol.wait, while that kernel's last blocks finish, instead of launching after it;
-/// inside a CUDA graph capture the edge becomes a programmatic one.
-bool reduce_pdl(const Limits& lim) {
+/// Whether the fp32 fused forwards (register-tile and small-factor) and the backward's ∂ℓ/∂F
+/// reduction launch as programmatic dependent launches (PDL, kron_launch.cuh) of
+/// the kernel before them on the stream: where the device allows it (Limits::dependent_launch) and
+/// SPARSEKERN_KRON_PDL is not "0" (read per launch, for comparisons). A kernel's blocks then start,
+/// and wait at griddepcontrol.wait, while the previous kernel's last blocks finish, instead of
+/// launching after it; inside a CUDA graph capture the edge becomes a programmatic one.
+bool kron_pdl(const Limits& lim) {
   const char* v = std::getenv("SPARSEKERN_KRON_PDL");
   return lim.dependent_launch && !(v != nullptr && v[0] == '0' && v[1] == '\0');
 }
 
-/// kernel<<<grid, block, 0, s>>>(arg), as a programmatic dependent launch where `pdl`.
+/// The reduction kernel<<<grid, kReduceWarps warps, 0, s>>>(arg), a programmatic dependent where `pdl`.
 template <class Arg>
 void reduce_launch(void (*kernel)(Arg), dim3 grid, bool pdl, cudaStream_t s, const Arg& arg) {
-  if (!pdl) {
-    kernel<<<grid, 32 * kReduceWarps, 0, s>>>(arg);
-    SK_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(32 * kReduceWarps);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  SK_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, arg));
+  kron_launch(kernel, grid, dim3(32 * kReduceWarps), 0, s, pdl, arg);
 }
 
 class CudaBackend final : public Backend {
@@ -201,13 +186,15 @@ class CudaBackend final : public Backend {
   void fused_forward_fast(int tile, int threads, const FastArgs& a, long long grid, std::size_t smem,
                           Device device, Stream stream) override {
     sparsekern::detail::DeviceGuard guard(device.index);
-    fast_forward_f32(tile, threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
+    fast_forward_f32(tile, threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream),
+                     kron_pdl(limits(device)));
   }
 
   void fused_forward_small(int threads, const SmallArgs& a, long long grid, std::size_t smem, Device device,
                            Stream stream) override {
     sparsekern::detail::DeviceGuard guard(device.index);
-    small_forward_f32(threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream));
+    small_forward_f32(threads, a, grid, smem, device.index, static_cast<cudaStream_t>(stream),
+                      kron_pdl(limits(device)));
   }
 
   void fused_backward_small(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem, Device device,
@@ -289,7 +276,7 @@ class CudaBackend final : public Backend {
     sparsekern::detail::DeviceGuard guard(device.index);
     auto s = static_cast<cudaStream_t>(stream);
     const dim3 blocks(static_cast<unsigned>((n + 31) / 32));
-    const bool pdl = reduce_pdl(limits(device));
+    const bool pdl = kron_pdl(limits(device));
     switch (dtype) {
       case DType::f16: reduce_launch(kron_reduce_kernel<__half, float>, blocks, pdl, s, r); break;
       case DType::bf16: reduce_launch(kron_reduce_kernel<__nv_bfloat16, float>, blocks, pdl, s, r); break;
@@ -308,7 +295,7 @@ class CudaBackend final : public Backend {
     sparsekern::detail::DeviceGuard guard(device.index);
     auto s = static_cast<cudaStream_t>(stream);
     const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(rb.n));
-    const bool pdl = reduce_pdl(limits(device));
+    const bool pdl = kron_pdl(limits(device));
     switch (dtype) {
       case DType::f16: reduce_launch(kron_reduce_batch_kernel<__half, float>, grid, pdl, s, rb); break;
       case DType::bf16: reduce_launch(kron_reduce_batch_kernel<__nv_bfloat16, float>, grid, pdl, s, rb); break;

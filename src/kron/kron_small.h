@@ -343,7 +343,10 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
       // One call site (the barrier is separate): the passes inline once per factor width.
       ex.phase_nosync([&](int tid, Regs&) {
         if (first) {
-          if (next < a.ntiles) small_issue_x(a, nxt, next, tid, nt);
+          if (next < a.ntiles)
+            small_issue_x(a, nxt, next, tid, nt);
+          else
+            pdl_launch_dependents();  // the block's last tile: a dependent grid may start launching
           async_commit();
         }
         if (last && nf == 2 && a.t0 != nullptr) small_store_t0(a, cur, tile, tid, nt);

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "../common/cuda_check.h"
+#include "kron_launch.cuh"
 #include "kron_small.h"
 
 namespace sparsekern::kron::detail {
@@ -18,30 +19,30 @@ namespace {
 template <int NT, int PMAX>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)) kron_small_kernel(const __grid_constant__ SmallArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
+  pdl_wait();
   FastDeviceExec<SmallRegs> ex;
   small_forward_program<PMAX>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
 }
 
 template <int NT, int PMAX>
-void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
+void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
   fast_opt_in_smem<kron_small_kernel<NT, PMAX>>(smem, device);
-  kron_small_kernel<NT, PMAX><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
-  SK_CUDA_CHECK_LAUNCH();
+  kron_launch(kron_small_kernel<NT, PMAX>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl, a);
 }
 
 template <int NT>
-void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  with_pmax(a.pmax, [&](auto pm) { launch_small_p<NT, decltype(pm)::value>(a, grid, smem, device, stream); });
+void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
+  with_pmax(a.pmax, [&](auto pm) { launch_small_p<NT, decltype(pm)::value>(a, grid, smem, device, stream, pdl); });
 }
 
 }  // namespace
 
 void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::size_t smem, int device,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, bool pdl) {
   if (threads == 128)
-    launch_small<128>(a, grid, smem, device, stream);
+    launch_small<128>(a, grid, smem, device, stream, pdl);
   else
-    launch_small<256>(a, grid, smem, device, stream);
+    launch_small<256>(a, grid, smem, device, stream, pdl);
 }
 
 }  // namespace sparsekern::kron::detail

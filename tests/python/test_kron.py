@@ -1749,16 +1749,20 @@ def test_cuda_graph_capture(case):
             assert rel_error(got, w) <= 4 * t
 
 
+_PDL_CASES = [_KRON_CAPTURE[0], ("f32-regtile-64", 40, [(64, 64)] * 2, torch.float32),
+              _KRON_CAPTURE[1], ("f32-small-8", 7, [(8, 8)] * 4, torch.float32), _KRON_CAPTURE[-1]]
+
+
 @pytest.mark.cuda
-@pytest.mark.parametrize("case", _KRON_CAPTURE[:2] + _KRON_CAPTURE[-1:], ids=["f32-regtile", "f32-small", "f16"])
-def test_reduction_dependent_launch(case, monkeypatch):
-    """The ∂ℓ/∂F reduction launched as a programmatic dependent of the kernel that writes its
-    partials (the default on compute capability 9.0+) and as a plain launch
-    (SPARSEKERN_KRON_PDL=0, read per launch) give bit-identical gradients, eagerly and replayed
-    from a CUDA graph, and those match float64."""
+@pytest.mark.parametrize("case", _PDL_CASES, ids=[c[0] for c in _PDL_CASES])
+def test_dependent_launch(case, monkeypatch):
+    """The fp32 fused kernels and the ∂ℓ/∂F reduction launched as programmatic dependents of the
+    kernel before them (the default on compute capability 9.0+) and as plain launches
+    (SPARSEKERN_KRON_PDL=0, read per launch) give bit-identical outputs and gradients, eagerly and
+    replayed from a CUDA graph, and those match float64."""
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    from sparsekern.kron import _backward
+    from sparsekern.kron import _backward, _forward
     _, batch, shapes, dtype = case
     dev = torch.device("cuda")
     x, fs = _make(batch, shapes, dtype, dev)
@@ -1767,8 +1771,8 @@ def test_reduction_dependent_launch(case, monkeypatch):
     got = {}
     for pdl in ["1", "0"]:
         monkeypatch.setenv("SPARSEKERN_KRON_PDL", pdl)
-        eager = _backward(x, fs, g, needs)
-        graph, outs = capture_graph(lambda: _backward(x, fs, g, needs))
+        eager = (_forward(x, fs), *_backward(x, fs, g, needs))
+        graph, outs = capture_graph(lambda: (_forward(x, fs), *_backward(x, fs, g, needs)))
         for o in outs:
             o.fill_(float("nan"))
         graph.replay()
@@ -1779,7 +1783,48 @@ def test_reduction_dependent_launch(case, monkeypatch):
     for a, b in zip(got["1"], got["0"]):
         assert torch.equal(a, b)
     if dtype == torch.float32:
-        _check_backward(x, fs, g, got["1"][0], got["1"][1:], dev)
+        ref = kron_reference(x.double(), [f.double() for f in fs])
+        assert rel_error(got["1"][0], ref) <= _tol(dtype, dev, 4)
+        _check_backward(x, fs, g, got["1"][1], got["1"][2:], dev)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", _PDL_CASES[:4], ids=[c[0] for c in _PDL_CASES[:4]])
+def test_dependent_launch_waits_for_the_previous_kernel(case):
+    """A dependent launch may start before the kernel ahead of it ends, so each of ours must wait
+    before reading: in one CUDA graph torch's kernels write x, the factors and ∂ℓ/∂y right before
+    the forward and the backward read them, and a kernel of torch's reads the forward's output right
+    after; each replay with new sources must give that replay's results (a kernel that read early
+    would see the previous replay's values)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from sparsekern.kron import _backward, _forward
+    _, batch, shapes, dtype = case
+    dev = torch.device("cuda")
+    x, fs = _make(batch, shapes, dtype, dev)
+    g = randn(batch, math.prod(q for _, q in shapes), dtype=dtype, device=dev)
+    needs = [True] * (len(shapes) + 1)
+    src = [x.clone(), *(f.clone() for f in fs), g.clone()]
+
+    def step():
+        x.copy_(src[0]).mul_(2.0)
+        for f, s in zip(fs, src[1:-1]):
+            f.copy_(s).mul_(0.5)
+        g.copy_(src[-1]).add_(1.0)
+        y = _forward(x, fs)
+        return (y * 3.0, *_backward(x, fs, g, needs))
+
+    graph, outs = capture_graph(step)
+    for r in range(3):
+        gen = torch.Generator(device=dev).manual_seed(100 + r)
+        for s in src:
+            s.copy_(torch.randn(s.shape, generator=gen, device=dev, dtype=dtype))
+        graph.replay()
+        torch.cuda.synchronize()
+        xs, fss, gs = src[0] * 2.0, [s * 0.5 for s in src[1:-1]], src[-1] + 1.0
+        ref = kron_reference(xs.double(), [f.double() for f in fss])
+        assert rel_error(outs[0], 3.0 * ref) <= _tol(dtype, dev, 4), f"replay {r}: forward"
+        _check_backward(xs, fss, gs, outs[1], outs[2:], dev)
 
 
 @pytest.mark.cuda

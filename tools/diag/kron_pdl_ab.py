@@ -1,7 +1,8 @@
-"""Device time of the kept-state kron backward (graph-replayed, K._backward with the training
-forward's saved states) with its ∂ℓ/∂F reduction launched plainly (SPARSEKERN_KRON_PDL=0) and as a
-programmatic dependent launch (=1), alternated in one process, ROUNDS rounds, with the plain
-forward's time for the ratio. Usage: python kron_pdl_ab.py ROUNDS "BATCH P1,P2,..." ...
+"""Device time of the plain kron forward and the kept-state backward (graph-replayed, K._backward
+with the training forward's saved states) with the kernels launched plainly (SPARSEKERN_KRON_PDL=0)
+and as programmatic dependent launches (=1: since session 38 the fp32 fused kernels too, before
+only the backward's ∂ℓ/∂F reduction), alternated in one process, ROUNDS rounds, and the backward /
+forward ratio of each. Usage: python kron_pdl_ab.py ROUNDS "BATCH P1,P2,..." ...
 (square fp32 factors, TF32 off)"""
 import math
 import os
@@ -23,13 +24,18 @@ for case in sys.argv[2:]:
     g = torch.randn(batch, math.prod(ps), device=dev)
     needs = [True] * (len(ps) + 1)
     _, saved = K._forward(x, fs, save=True)
-    fwd = graph_time(lambda: K._forward(x, fs))
-    us = {"0": [], "1": []}
+    fw = {"0": [], "1": []}
+    bw = {"0": [], "1": []}
     for _ in range(rounds):
         for v in ["0", "1"]:
             os.environ["SPARSEKERN_KRON_PDL"] = v
-            us[v].append(graph_time(lambda: K._backward(x, fs, g, needs, saved)))
+            fw[v].append(graph_time(lambda: K._forward(x, fs)))
+            bw[v].append(graph_time(lambda: K._backward(x, fs, g, needs, saved)))
     os.environ.pop("SPARSEKERN_KRON_PDL")
-    print(f"{batch}x{ps}: forward {fwd:.1f} us | backward plain " + " ".join(f"{u:.1f}" for u in us["0"])
-          + " | PDL " + " ".join(f"{u:.1f}" for u in us["1"])
-          + f" | ratio {min(us['0']) / fwd:.2f} -> {min(us['1']) / fwd:.2f}", flush=True)
+
+    def us(t):
+        return " ".join(f"{u:.1f}" for u in t)
+
+    print(f"{batch}x{ps}: forward plain {us(fw['0'])} | PDL {us(fw['1'])} || backward plain {us(bw['0'])}"
+          f" | PDL {us(bw['1'])} || ratio {min(bw['0']) / min(fw['0']):.2f} -> {min(bw['1']) / min(fw['1']):.2f}",
+          flush=True)
