@@ -72,6 +72,7 @@ struct FastRegs {
 template <int V>
 struct IntC {
   static constexpr int value = V;
+  SK_KRON_HD constexpr operator int() const { return V; }
 };
 
 SK_KRON_HD constexpr int ilog2c(int v) { return v <= 1 ? 0 : 1 + ilog2c(v / 2); }

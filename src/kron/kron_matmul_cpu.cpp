@@ -174,19 +174,29 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
 }
 
 void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
-  run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto pmax, auto& ex, float* sm, long long b) {
-    small_forward_program<decltype(pmax)::value>(a, ex, sm, b, grid);
+  // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies).
+  with_small_shape(a, [&](auto pmax, auto up, auto nf) {
+    run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto, auto& ex, float* sm, long long b) {
+      small_forward_program<decltype(pmax)::value, decltype(up)::value, decltype(nf)::value>(a, ex, sm, b, grid);
+    });
   });
 }
 
 void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
-  run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
-                                 [&](auto pmax, auto& ex, float* sm, long long b) {
-                                   if (a.lean != 0)
+  if (a.lean != 0) {
+    run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
+                                   [&](auto pmax, auto& ex, float* sm, long long b) {
                                      small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
-                                   else
-                                     small_backward_program<decltype(pmax)::value, false>(a, ex, sm, b, grid);
-                                 });
+                                   });
+    return;
+  }
+  // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies).
+  with_small_shape<true>(a.a, [&](auto pmax, auto up, auto nf) {
+    run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf, [&](auto, auto& ex, float* sm, long long b) {
+      small_backward_program<decltype(pmax)::value, false, decltype(up)::value, decltype(nf)::value>(a, ex, sm, b,
+                                                                                                      grid);
+    });
+  });
 }
 
 template <int TILE>

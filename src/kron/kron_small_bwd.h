@@ -88,14 +88,16 @@ SK_KRON_FN void small_dF_group(const float (&sv)[4][4], const float (&hv)[4][4],
 /// runtime division for the slices had made these passes execute more integer instructions than
 /// FFMAs. With the 2P fibers unrolled too, 4096 × (16⊗16⊗16) ran 2% slower than before; with
 /// both walks four at a time ptxas spilled 36 bytes at p = 16 (this form: none at p ≤ 16).
-template <int P>
+/// LS, LN ≥ 0: log2 s and log2 N at compile time (the uniform-shape kernels), as in small_pass_io.
+template <int P, int LS = -1, int LN = -1>
 SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const float* hb, int tid, int nt,
                               float* acc) {
   constexpr int LP = ilog2c(P), LPB = ilog2c(P / 4);
   const int lsl = ctz_rt(nt) - 2 * LPB;  // log2 slices: nt / NB, NB = (P/4)² blocks (nt ≥ 128 ≥ NB)
   const int sl = tid & ((1 << lsl) - 1), blk = tid >> lsl;
   const int a0 = (blk >> LPB) * 4, j0 = (blk & ((1 << LPB) - 1)) * 4;
-  const int ls = a.md[t].ls;
+  const int ls = LS >= 0 ? LS : a.md[t].ls;
+  const int ln = LN >= 0 ? LN : a.ln;
   const char* const sbb = reinterpret_cast<const char*>(sb);
   const char* const hbb = reinterpret_cast<const char*>(hb);
   float c[16];
@@ -133,11 +135,11 @@ SK_KRON_FN void small_dF_pass(const SmallArgs& a, int t, const float* sb, const 
     // Group q = four fibers f = 4q … 4q + 3 (lo = f mod s, consecutive: s ≥ 4), fiber f starting at
     // element hi·P·s + lo of its row, hi = f / s.
     constexpr int I = P / 2, LI = ilog2c(I);  // groups per thread (2 … 16), all unrolled
-    const int lg = a.ln - LP - 2;  // log2 groups per row
+    const int lg = ln - LP - 2;  // log2 groups per row
     const int lo_mask = (1 << ls) - 1;
     auto first = [&](int q) {  // byte offset of group q's first element
       const int r = q >> lg, f = (q & ((1 << lg) - 1)) << 2;
-      return small_swz((r << a.ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask)) << 2;
+      return small_swz((r << ln) + ((f >> ls) << (ls + LP)) + (f & lo_mask)) << 2;
     };
     int bk[LI];
     SK_KRON_UNROLL
@@ -264,9 +266,12 @@ SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch
 /// are the same in every thread (computed outside the phases).
 /// LEAN: the lean pool (SmallBwdArgs::lean, which must agree), a separate instantiation so that
 /// the default pool's code is exactly what was measured.
-template <int PMAX, bool LEAN, class Exec>
+/// UP > 0 (not with LEAN): every factor is UP × UP and there are NF of them (with_small_shape): the
+/// mode loops unroll, each pass with its stride and the row length as compile-time constants.
+template <int PMAX, bool LEAN, int UP = 0, int NF = 0, class Exec>
 SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
                                             long long grid) {
+  static_assert(UP == 0 || !LEAN, "the lean pool has no uniform-shape kernel");
   using Regs = SmallBwdRegs;
   const SmallArgs& a = b.a;
   const int nt = ex.nthreads();
@@ -284,6 +289,29 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
     ix = is[1];
   }
   auto buf = [&](int k) { return sm + b.off_buf[k]; };
+  // f(t) for the modes t = 0 … nf − 1 (up) or nf − 1 … 0 (down); t an IntC when the shape is
+  // uniform, and `with_p(t, g)` calls g(IntC<p>, IntC<log2 s>, IntC<log2 N>) for mode t (−1: read
+  // at run time).
+  auto modes_up = [&](auto&& f) {
+    if constexpr (UP > 0)
+      for_c<NF>([&](auto i) { f(i); });
+    else
+      for (int t = 0; t < nf; ++t) f(t);
+  };
+  auto modes_down = [&](auto&& f) {
+    if constexpr (UP > 0)
+      for_c<NF>([&](auto i) { f(IntC<NF - 1 - decltype(i)::value>{}); });
+    else
+      for (int t = nf - 1; t >= 0; --t) f(t);
+  };
+  auto with_p = [&](auto tc, auto&& g) {
+    if constexpr (UP > 0) {
+      constexpr int t = decltype(tc)::value, LP = ilog2c(UP);
+      g(IntC<UP>{}, IntC<(NF - 1 - t) * LP>{}, IntC<NF * LP>{});
+    } else {
+      with_small_p<PMAX>(a.md[tc].p, [&](auto pc) { g(pc, IntC<-1>{}, IntC<-1>{}); });
+    }
+  };
   ex.phase_nosync([&](int tid, Regs& r) {
     if (block < a.ntiles) {
       small_issue_x(a, buf(ix), block, tid, nt);
@@ -304,27 +332,32 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
     // all, which also ends the previous tile).
     ex.phase([&](int, Regs&) { async_wait<0>(); });
     // S⁽ᵗ⁺¹⁾ = S⁽ᵗ⁾ ×ₜ Fₜ for t = 0 … n−2, each into its own buffer (lean: S⁽¹⁾ over X in place).
-    for (int t = 0; t + 1 < nf; ++t) {
+    modes_up([&](auto tc) {
+      const int t = tc;
+      if (t + 1 >= nf) return;
       const float* src = t == 0 ? xb : buf(is[t]);
       float* const dst = buf(is[t + 1]);
       ex.phase([&](int tid, Regs&) {
-        with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
-          small_pass_io<decltype(pc)::value>(a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0, 0);
+        with_p(tc, [&](auto pc, auto lsc, auto lnc) {
+          small_pass_io<decltype(pc)::value, false, decltype(lsc)::value, decltype(lnc)::value>(
+              a, t, a.md[t].f_off, tile, sm, src, dst, tid, false, nullptr, 0, 0);
         });
       });
-    }
-    for (int t = nf - 1; t >= 0; --t) {
+    });
+    modes_down([&](auto tc) {
+      const int t = tc;
       if ((b.want_f >> t) & 1) {
         const float* sb = t == 0 ? xb : buf(is[t]);
         ex.phase([&](int tid, Regs& r) {
-          with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
+          with_p(tc, [&](auto pc, auto lsc, auto lnc) {
+            constexpr int P = decltype(pc)::value, LS = decltype(lsc)::value, LN = decltype(lnc)::value;
             if constexpr (LEAN) {
               if (t == 0)  // X is no longer in shared memory: from global memory (L2)
-                small_dF_pass_x<decltype(pc)::value>(a, tile, gb, tid, nt, r.acc[0]);
+                small_dF_pass_x<P>(a, tile, gb, tid, nt, r.acc[0]);
               else
-                small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
+                small_dF_pass<P>(a, t, sb, gb, tid, nt, r.acc[t]);
             } else {
-              small_dF_pass<decltype(pc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
+              small_dF_pass<P, LS, LN>(a, t, sb, gb, tid, nt, r.acc[t]);
             }
           });
         });
@@ -342,13 +375,13 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
             if (ng != nullptr) small_issue_rows(a, b.g, b.ldg, b.vec_g, ng, next, tid, nt);
             async_commit();
           }
-          with_small_p<PMAX>(a.md[t].p, [&](auto pc) {
-            small_pass_io<decltype(pc)::value>(a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y, a.ldy,
-                                               a.vec_y);
+          with_p(tc, [&](auto pc, auto lsc, auto lnc) {
+            small_pass_io<decltype(pc)::value, false, decltype(lsc)::value, decltype(lnc)::value>(
+                a, t, b.f2_off[t], tile, sm, gb, gb, tid, final_pass, a.y, a.ldy, a.vec_y);
           });
         });
       }
-    }
+    });
     // The roles of the next tile (see above).
     if constexpr (LEAN) {  // next X in the old S⁽ⁿ⁻¹⁾ (the next S⁽¹⁾), next ∂ℓ/∂Y in the old S⁽ⁿ⁻²⁾
       const int og = ig, nx_i = is[nf - 1], ng_i = is[nf - 2];

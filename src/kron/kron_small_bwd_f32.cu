@@ -14,33 +14,33 @@ namespace {
 /// or four 128-thread blocks per SM, half that with p = 32; shared memory (several tile buffers per
 /// block) usually caps it lower (the planner's grid follows both).
 /// LEAN: the lean buffer pool (SmallBwdArgs::lean; opt-in), its own instantiation.
-template <int NT, int PMAX, bool LEAN>
+/// UP, NF > 0: the uniform-shape instantiations (with_small_shape in kron_small.h).
+template <int NT, int PMAX, bool LEAN, int UP, int NF>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1))
     kron_small_bwd_kernel(const __grid_constant__ SmallBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_bwd_smem[];
   FastDeviceExec<SmallBwdRegs> ex;
-  small_backward_program<PMAX, LEAN>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
-                                     gridDim.x);
+  small_backward_program<PMAX, LEAN, UP, NF>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
+                                             gridDim.x);
 }
 
-template <int NT, int PMAX, bool LEAN>
+template <int NT, int PMAX, bool LEAN, int UP = 0, int NF = 0>
 void launch_bwd_pl(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN>>(smem, device);
-  kron_small_bwd_kernel<NT, PMAX, LEAN><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
+  fast_opt_in_smem<kron_small_bwd_kernel<NT, PMAX, LEAN, UP, NF>>(smem, device);
+  kron_small_bwd_kernel<NT, PMAX, LEAN, UP, NF><<<static_cast<unsigned>(grid), NT, smem, stream>>>(a);
   SK_CUDA_CHECK_LAUNCH();
-}
-
-template <int NT, int PMAX>
-void launch_bwd_p(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  if (a.lean != 0)
-    launch_bwd_pl<NT, PMAX, true>(a, grid, smem, device, stream);
-  else
-    launch_bwd_pl<NT, PMAX, false>(a, grid, smem, device, stream);
 }
 
 template <int NT>
 void launch_bwd(const SmallBwdArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream) {
-  with_pmax(a.a.pmax, [&](auto pm) { launch_bwd_p<NT, decltype(pm)::value>(a, grid, smem, device, stream); });
+  if (a.lean != 0) {
+    with_pmax(a.a.pmax, [&](auto pm) { launch_bwd_pl<NT, decltype(pm)::value, true>(a, grid, smem, device, stream); });
+    return;
+  }
+  with_small_shape<true>(a.a, [&](auto pm, auto up, auto nf) {
+    launch_bwd_pl<NT, decltype(pm)::value, false, decltype(up)::value, decltype(nf)::value>(a, grid, smem, device,
+                                                                                              stream);
+  });
 }
 
 }  // namespace

@@ -16,23 +16,26 @@ namespace {
 /// PMAX: the largest factor width the instantiation handles (8, 16 or 32; see with_small_p). With
 /// p = 32 a pass needs more than 128 registers without spills (32 inputs, 32 outputs, a factor
 /// row): half the blocks per SM there (the planner's grid follows).
-template <int NT, int PMAX>
+/// UP, NF > 0: the uniform-shape instantiations (with_small_shape in kron_small.h).
+template <int NT, int PMAX, int UP, int NF>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)) kron_small_kernel(const __grid_constant__ SmallArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
   pdl_wait();
   FastDeviceExec<SmallRegs> ex;
-  small_forward_program<PMAX>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+  small_forward_program<PMAX, UP, NF>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
 }
 
-template <int NT, int PMAX>
+template <int NT, int PMAX, int UP, int NF>
 void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
-  fast_opt_in_smem<kron_small_kernel<NT, PMAX>>(smem, device);
-  kron_launch(kron_small_kernel<NT, PMAX>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl, a);
+  fast_opt_in_smem<kron_small_kernel<NT, PMAX, UP, NF>>(smem, device);
+  kron_launch(kron_small_kernel<NT, PMAX, UP, NF>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl, a);
 }
 
 template <int NT>
 void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
-  with_pmax(a.pmax, [&](auto pm) { launch_small_p<NT, decltype(pm)::value>(a, grid, smem, device, stream, pdl); });
+  with_small_shape(a, [&](auto pm, auto up, auto nf) {
+    launch_small_p<NT, decltype(pm)::value, decltype(up)::value, decltype(nf)::value>(a, grid, smem, device, stream, pdl);
+  });
 }
 
 }  // namespace

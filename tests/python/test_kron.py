@@ -359,9 +359,10 @@ def test_forward_kernel_choice(monkeypatch):
 # The fiber-per-thread forward for small square factors (kron_small.h)
 # --------------------------------------------------------------------------------------------
 # Every factor size it takes (4, 8, 16, 32), mixed, 2 to 5 factors, N from 1024 to 8192; rows not a
-# multiple of the rows per tile, fewer rows than one tile, a single row.
+# multiple of the rows per tile, fewer rows than one tile, a single row. (8,8)^4 and, from 256 rows,
+# (16,16)^3 run the uniform-shape kernels (with_small_shape in kron_small.h).
 SMALL_SHAPES = [
-    (61, [(8, 8)] * 4), (37, [(16, 16)] * 3), (45, [(32, 32)] * 2), (1, [(32, 32)] * 2),
+    (61, [(8, 8)] * 4), (37, [(16, 16)] * 3), (257, [(16, 16)] * 3), (45, [(32, 32)] * 2), (1, [(32, 32)] * 2),
     (9, [(8, 8), (16, 16), (32, 32)]), (7, [(32, 32), (16, 16), (8, 8)]), (11, [(4, 4), (8, 8), (32, 32)]),
     (5, [(32, 32), (8, 8), (4, 4), (8, 8)]), (40, [(16, 16), (8, 8), (8, 8)]), (3, [(4, 4)] * 5),
     (6, [(16, 16), (16, 16), (32, 32)]), (17, [(8, 8), (32, 32), (8, 8)]),
