@@ -170,11 +170,27 @@ diag_kron_small_tests() {
   timeout $(cap $1) python3 -m pytest $R/tests/python/test_kron.py -q -p no:cacheprovider -m cuda -k "small or forward_kernels or kept_t0 or forward_kernel_choice" > $OUT/kron_small_tests.txt 2>&1
   echo "kron small cuda tests: $(tail -1 $OUT/kron_small_tests.txt)"; grep -E "^FAILED" $OUT/kron_small_tests.txt | head -5
 }
-# diag_kron_small_sanitize LIMIT TOOL: compute-sanitizer TOOL (memcheck|racecheck) over
-# tools/diag/kron_small_check.py, its summary and the count of checked cases.
+# diag_kron_small_sanitize LIMIT TOOL [SCRIPT]: compute-sanitizer TOOL (memcheck|racecheck) over
+# tools/diag/SCRIPT (kron_small_check.py), its summary and the count of checked cases.
 diag_kron_small_sanitize() {
-  timeout $(cap $1) compute-sanitizer --tool $2 --error-exitcode 3 python3 $R/tools/diag/kron_small_check.py > $OUT/$2_small.txt 2>&1
-  echo "$2 exit $?: $(grep -E "RACECHECK SUMMARY|ERROR SUMMARY" $OUT/$2_small.txt | tail -1); $(grep -c ' ok$' $OUT/$2_small.txt) ok, $(grep -c WRONG $OUT/$2_small.txt) wrong"
+  local s=${3:-kron_small_check.py}
+  timeout $(cap $1) compute-sanitizer --tool $2 --error-exitcode 3 python3 $R/tools/diag/$s > $OUT/$2_${s%.py}.txt 2>&1
+  echo "$2 ($s) exit $?: $(grep -E "RACECHECK SUMMARY|ERROR SUMMARY" $OUT/$2_${s%.py}.txt | tail -1); $(grep -c ' ok$' $OUT/$2_${s%.py}.txt) ok, $(grep -c WRONG $OUT/$2_${s%.py}.txt) wrong"
+}
+# diag_kron_memcheck_tests LIMIT EXPR: compute-sanitizer memcheck over the kron CUDA tests that
+# `-k EXPR` selects (session 38: the dependent-launch and capture tests), its summary and counts.
+diag_kron_memcheck_tests() {
+  timeout $(cap $1) compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest $R/tests/python/test_kron.py -q \
+    -p no:cacheprovider -m cuda -k "$2" > /tmp/san_pdl.txt 2>&1
+  echo "memcheck (-k \"$2\") exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_pdl.txt | tail -1); $(grep -E 'passed|failed' /tmp/san_pdl.txt | tail -1)"
+}
+# diag_kron_small_sanitize_both LIMIT: memcheck and racecheck over the small forward's and the small
+# backward's check scripts (session 38).
+diag_kron_small_sanitize_both() {
+  local s t
+  for s in kron_small_check.py kron_small_bwd_check.py; do
+    for t in memcheck racecheck; do diag_kron_small_sanitize $1 $t $s; done
+  done
 }
 # diag_ncu_kron_fwd LIMIT BATCH P1,P2,... SEL KERNEL_REGEX: ncu sections of one kron forward kernel
 # (a summary of its lines), then its stall-sampled SASS (top lines, tools/diag/ncu_stalls.py).

@@ -12,8 +12,6 @@ _times() {
 diag_ab_wheels _times
 timeout $(cap 300) python3 $R/tools/diag/kron_pdl_ab.py 2 "1024 8,8,8,8" "1024 16,16,16" "1024 32,32" "1024 64,64" "16 32,32"
 diag_kron_cuda_tests 460
-timeout $(cap 570) compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest $R/tests/python/test_kron.py -q \
-  -p no:cacheprovider -m cuda -k "dependent_launch or cuda_graph_capture" > /tmp/san_pdl.txt 2>&1
-echo "memcheck (PDL / capture tests) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_pdl.txt | tail -1); $(grep -E 'passed|failed' /tmp/san_pdl.txt | tail -1)"
+diag_kron_memcheck_tests 570 "dependent_launch or cuda_graph_capture"
 grep -E "^FAILED|Error" /tmp/san_pdl.txt | head -5
 echo "total $((SECONDS - T0))s"

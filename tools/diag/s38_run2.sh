@@ -10,9 +10,7 @@ _times() {
 }
 diag_ab_wheels _times
 diag_kron_cuda_tests 200
-timeout $(cap 260) compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest $R/tests/python/test_kron.py -q \
-  -p no:cacheprovider -m cuda -k "dependent_launch or cuda_graph_capture" > /tmp/san_pdl.txt 2>&1
-echo "memcheck (PDL / capture tests) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_pdl.txt | tail -1); $(grep -E 'passed|failed' /tmp/san_pdl.txt | tail -1)"
+diag_kron_memcheck_tests 260 "dependent_launch or cuda_graph_capture"
 diag_kron_bench 560
 cp $OUT/kron.json /tmp/kron.json 2>/dev/null; python3 -m sparsekern.bench.kron /tmp/kron.json > $OUT/kron_summary.txt 2>&1; cat $OUT/kron_summary.txt
 echo "total $((SECONDS - T0))s"

@@ -6,9 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 diag_begin_wheel
 diag_kron_cuda_tests 120
-timeout $(cap 200) compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest $R/tests/python/test_kron.py -q \
-  -p no:cacheprovider -m cuda -k "dependent_launch or cuda_graph_capture" > /tmp/san_pdl.txt 2>&1
-echo "memcheck (PDL / capture tests) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_pdl.txt | tail -1); $(grep -E 'passed|failed' /tmp/san_pdl.txt | tail -1)"
+diag_kron_memcheck_tests 200 "dependent_launch or cuda_graph_capture"
 timeout $(cap 280) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/kron_small_check.py > /tmp/san_s.txt 2>&1
 echo "memcheck (kron_small_check.py) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_s.txt | tail -1); $(tail -2 /tmp/san_s.txt | head -1)"
 diag_kron_bench 420

@@ -18,10 +18,5 @@ for round in 1 2; do
 done
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 diag_kron_small_natural_tests 320
-for s in kron_small_check.py kron_small_bwd_check.py; do
-  timeout $(cap 420) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/$s > /tmp/san_s.txt 2>&1
-  echo "memcheck ($s) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_s.txt | tail -1); $(grep -c ' ok' /tmp/san_s.txt) ok $(grep -ci wrong /tmp/san_s.txt) wrong"
-  timeout $(cap 540) compute-sanitizer --tool racecheck --error-exitcode 3 python3 $R/tools/diag/$s > /tmp/san_r.txt 2>&1
-  echo "racecheck ($s) exit $?: $(grep -E 'RACECHECK SUMMARY' /tmp/san_r.txt | tail -1); $(grep -c ' ok' /tmp/san_r.txt) ok"
-done
+diag_kron_small_sanitize_both 540
 echo "total $((SECONDS - T0))s"

@@ -11,15 +11,8 @@ _times() {
 }
 diag_ab_wheels _times
 diag_kron_cuda_tests 200
-timeout $(cap 260) compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest $R/tests/python/test_kron.py -q \
-  -p no:cacheprovider -m cuda -k "dependent_launch or cuda_graph_capture or forward_small" > /tmp/san_pdl.txt 2>&1
-echo "memcheck (PDL / capture / small forward tests) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_pdl.txt | tail -1); $(grep -E 'passed|failed' /tmp/san_pdl.txt | tail -1)"
-for s in kron_small_check.py kron_small_bwd_check.py; do
-  timeout $(cap 330) compute-sanitizer --tool memcheck --error-exitcode 3 python3 $R/tools/diag/$s > /tmp/san_s.txt 2>&1
-  echo "memcheck ($s) exit $?: $(grep -E 'ERROR SUMMARY' /tmp/san_s.txt | tail -1); $(grep -c ' ok' /tmp/san_s.txt) ok"
-  timeout $(cap 380) compute-sanitizer --tool racecheck --error-exitcode 3 python3 $R/tools/diag/$s > /tmp/san_r.txt 2>&1
-  echo "racecheck ($s) exit $?: $(grep -E 'RACECHECK SUMMARY' /tmp/san_r.txt | tail -1); $(grep -c ' ok' /tmp/san_r.txt) ok"
-done
+diag_kron_memcheck_tests 260 "dependent_launch or cuda_graph_capture or forward_small"
+diag_kron_small_sanitize_both 380
 diag_check 430
 diag_kron_bench 590
 python3 -m sparsekern.bench.kron $OUT/kron.json > $OUT/kron_summary.txt 2>&1; cat $OUT/kron_summary.txt
