@@ -333,7 +333,7 @@ SK_KRON_FN void small_store_t0(const SmallArgs& a, const float* buf, long long t
 }
 
 /// The block program. `Exec` as in kron_fast.h (phase: f(tid, regs) on every thread, then a barrier).
-/// UP > 0: every factor is UP × UP and there are NF of them (small_uniform_shape): the passes are
+/// UP > 0: every factor is UP × UP and there are NF of them (with_small_shape): the passes are
 /// unrolled, each with its stride and the row length as compile-time constants.
 template <int PMAX, int UP = 0, int NF = 0, class Exec>
 SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* sm, long long block,
