@@ -345,8 +345,8 @@ struct Limits {
   std::size_t smem_per_sm = 0;
   int num_sms = 1;
   std::size_t smem_block_max = 0;  ///< the most one block may opt in to (one block per SM)
-  /// Compute capability 9.0 or newer: the backward's ∂ℓ/∂F reduction may launch as a programmatic
-  /// dependent of the kernel that writes its partials (kron_matmul_cuda.cu, reduce_launch).
+  /// Compute capability 9.0 or newer: the fp32 fused forwards and the backward's ∂ℓ/∂F reduction
+  /// may launch as programmatic dependents of the kernel before them (kron_launch.cuh, kron_pdl).
   bool dependent_launch = false;
   /// The CPU's own plan: every mode one GEMM step (the fastest on a CPU) instead of the fused GPU
   /// programs' emulation (SPARSEKERN_KRON_CPU=emulate; the tests use it to check those programs).

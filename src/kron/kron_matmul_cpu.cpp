@@ -146,7 +146,7 @@ void run_fast(int threads, const FastArgs& a, long long grid, std::size_t smem) 
   }
 }
 
-/// Runs `program(ex, sm, block)` for every block of a small-factor kernel (a.pmax picks the
+/// Runs `program(ex, sm, block)` for every block of a small-factor kernel (the caller picks the
 /// instantiation the GPU runs, see kron_small_fwd_f32.cu / kron_small_bwd_f32.cu): blocks in
 /// parallel when the work pays for the threads, shared memory poisoned before each.
 template <class Regs, class Program>
@@ -168,7 +168,7 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
 #endif
     for (long long b = 0; b < grid; ++b) {
       poison(sm, n);  // a read of anything the program did not write poisons its output
-      with_pmax(a.pmax, [&](auto pm) { program(pm, ex, sm, b); });
+      program(ex, sm, b);
     }
   }
 }
@@ -176,7 +176,7 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
 void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
   // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies).
   with_small_shape(a, [&](auto pmax, auto up, auto nf) {
-    run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto, auto& ex, float* sm, long long b) {
+    run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto& ex, float* sm, long long b) {
       small_forward_program<decltype(pmax)::value, decltype(up)::value, decltype(nf)::value>(a, ex, sm, b, grid);
     });
   });
@@ -184,15 +184,16 @@ void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem
 
 void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size_t smem) {
   if (a.lean != 0) {
-    run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf,
-                                   [&](auto pmax, auto& ex, float* sm, long long b) {
-                                     small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
-                                   });
+    with_pmax(a.a.pmax, [&](auto pmax) {
+      run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf, [&](auto& ex, float* sm, long long b) {
+        small_backward_program<decltype(pmax)::value, true>(a, ex, sm, b, grid);
+      });
+    });
     return;
   }
   // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies).
   with_small_shape<true>(a.a, [&](auto pmax, auto up, auto nf) {
-    run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf, [&](auto, auto& ex, float* sm, long long b) {
+    run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf, [&](auto& ex, float* sm, long long b) {
       small_backward_program<decltype(pmax)::value, false, decltype(up)::value, decltype(nf)::value>(a, ex, sm, b,
                                                                                                       grid);
     });
