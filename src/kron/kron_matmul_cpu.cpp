@@ -173,11 +173,41 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
   }
 }
 
+/// f(IntC<NT>) with NT the block size where the shape is uniform (UP > 0; the CUDA kernels then
+/// pass it to the programs as a constant), else f(IntC<0>): the emulation runs the same code.
+template <int UP, class F>
+void with_uniform_threads(int threads, F&& f) {
+  if constexpr (UP > 0) {
+    if (threads == 128) {
+      f(IntC<128>{});
+      return;
+    }
+    if (threads == 256) {
+      f(IntC<256>{});
+      return;
+    }
+  }
+  f(IntC<0>{});
+}
+
 void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
-  // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies).
+  // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies, with the
+  // block size and the store form as constants, as kron_small_fwd_f32.cu instantiates it).
   with_small_shape(a, [&](auto pmax, auto up, auto nf) {
-    run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto& ex, float* sm, long long b) {
-      small_forward_program<decltype(pmax)::value, decltype(up)::value, decltype(nf)::value>(a, ex, sm, b, grid);
+    constexpr int UP = decltype(up)::value;
+    with_uniform_threads<UP>(threads, [&](auto ntc) {
+      auto run = [&](auto vyc) {
+        run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto& ex, float* sm, long long b) {
+          small_forward_program<decltype(pmax)::value, UP, decltype(nf)::value, decltype(ntc)::value,
+                                decltype(vyc)::value>(a, ex, sm, b, grid);
+        });
+      };
+      if constexpr (UP == 0)
+        run(IntC<-1>{});
+      else if (a.vec_y != 0)
+        run(IntC<1>{});
+      else
+        run(IntC<0>{});
     });
   });
 }
@@ -192,10 +222,12 @@ void run_small_bwd(int threads, const SmallBwdArgs& a, long long grid, std::size
     return;
   }
   // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies).
-  with_small_shape<true>(a.a, [&](auto pmax, auto up, auto nf) {
-    run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf, [&](auto& ex, float* sm, long long b) {
-      small_backward_program<decltype(pmax)::value, false, decltype(up)::value, decltype(nf)::value>(a, ex, sm, b,
-                                                                                                      grid);
+  with_small_shape(a.a, [&](auto pmax, auto up, auto nf) {
+    with_uniform_threads<decltype(up)::value>(threads, [&](auto ntc) {
+      run_small_blocks<SmallBwdRegs>(threads, a.a, grid, smem, 3.0 * a.a.nf, [&](auto& ex, float* sm, long long b) {
+        small_backward_program<decltype(pmax)::value, false, decltype(up)::value, decltype(nf)::value,
+                               decltype(ntc)::value>(a, ex, sm, b, grid);
+      });
     });
   });
 }

@@ -95,20 +95,29 @@ SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int n
 /// the destination advances by `step` like the source (the loop does no swizzle arithmetic per
 /// copy; session 33's ncu counted ~15 instructions per 16-byte copy with it and with the scalar
 /// path's four copies predicated off beside the vector one, now a loop of its own).
+/// The trip counts: N / (4·nt) steps per row and R = 32·nt / N rows (the plan's a.rows). LN ≥ 0 and
+/// NT > 0 (the uniform-shape kernels: log2 N and the block size known at compile time): both are
+/// constants and the loops unroll; otherwise a runtime division (~35 instructions per tile in
+/// session 39's SASS; a shift instead, nt being a power of two, made ptxas spill 8 bytes in the
+/// generic p ≤ 16 forward, so the generic kernels keep it).
 /// small_issue_rows: the same for another M × N operand (x, row stride ld, vec: 16-byte copies
 /// allowed); kFwd reads X's from `a` instead (the forward's call).
-template <bool kFwd = false>
+template <bool kFwd = false, int LN = -1, int NT = 0>
 SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long ld, int vec, float* buf,
                                  long long tile, int tid, int nt) {
-  const int step = nt << 2, e0 = tid << 2, per_row = (1 << a.ln) / step;
+  constexpr bool kConst = LN >= 0 && NT > 0;
+  const int ln = LN >= 0 ? LN : a.ln;
+  const int step = (NT > 0 ? NT : nt) << 2, e0 = tid << 2;
+  const int per_row = kConst ? 1 << (ln - ilog2c(NT) - 2) : (1 << ln) / step;
+  const int rows = kConst ? (32 * NT) >> (kConst ? LN : 0) : a.rows;
   const int s0 = small_swz(e0);
-  const long long m0 = tile * a.rows;
+  const long long m0 = tile * rows;
   const bool v16 = kFwd ? a.vec_x != 0 : vec != 0;
-  for (int r = 0; r < a.rows; ++r) {
+  for (int r = 0; r < rows; ++r) {
     const long long m = m0 + r;
     const bool valid = m < a.M;
     const float* src = (kFwd ? a.x : x) + (valid ? m : 0) * (kFwd ? a.ldx : ld) + e0;
-    float* dst = buf + (r << a.ln) + s0;
+    float* dst = buf + (r << ln) + s0;
     if (v16) {
       for (int k = 0; k < per_row; ++k, src += step, dst += step) copy16_async(dst, src, valid);
     } else {
@@ -118,8 +127,9 @@ SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long l
   }
 }
 
+template <int LN = -1, int NT = 0>
 SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, int tid, int nt) {
-  small_issue_rows<true>(a, nullptr, 0, 0, buf, tile, tid, nt);
+  small_issue_rows<true, LN, NT>(a, nullptr, 0, 0, buf, tile, tid, nt);
 }
 
 /// G consecutive floats from / to shared memory (G = 1, 2 or 4; 16-byte aligned for 4, 8 for 2).
@@ -172,7 +182,7 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
 /// SASS stays exactly as it was measured (session 11 compared it).
 /// LS, LN ≥ 0: log2 s and log2 N known at compile time (the forward's uniform-shape kernels:
 /// every address offset below then folds into constants); −1: read from `a`.
-template <int P, bool kFwd = false, int LS = -1, int LN = -1>
+template <int P, bool kFwd = false, int LS = -1, int LN = -1, int VO = -1>
 SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long tile, const float* sm, const float* buf,
                               float* dst, int tid, bool final_pass, float* out, long long ldo, int vec_o) {
   constexpr int V = kSmallE / P;
@@ -265,6 +275,7 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
   const long long m = tile * a.rows + row;
   if (m >= a.M) return;
   float* yr = kFwd ? a.y + m * a.ldy : out + m * ldo;
+  const bool vec = VO >= 0 ? VO != 0 : (kFwd ? a.vec_y : vec_o) != 0;
   SK_KRON_UNROLL
   for (int g = 0; g < V / G; ++g) {
     SK_KRON_UNROLL
@@ -272,9 +283,9 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
       float* o = yr + base[g] + (i << ls);
       // 16-byte (G = 4) or 8-byte (G = 2: 16 ⊗ …) stores where the rows allow 16-byte ones: one
       // warp instruction writes whole sectors (as scalars, two instructions wrote every other float).
-      if (G == 4 && (kFwd ? a.vec_y : vec_o)) {
+      if (G == 4 && vec) {
         stg4(o, y[g][i][0], y[g][i][1], y[g][i][2], y[g][i][3]);
-      } else if (G == 2 && (kFwd ? a.vec_y : vec_o)) {
+      } else if (G == 2 && vec) {
         stg2(o, y[g][i][0], y[g][i][1]);
       } else {
         SK_KRON_UNROLL
@@ -284,10 +295,10 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
   }
 }
 
-template <int P, int LS = -1, int LN = -1>
+template <int P, int LS = -1, int LN = -1, int VO = -1>
 SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
                            bool final_pass) {
-  small_pass_io<P, true, LS, LN>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0, 0);
+  small_pass_io<P, true, LS, LN, VO>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0, 0);
 }
 
 /// f(IntC<0>), …, f(IntC<N − 1>) in order.
@@ -334,17 +345,20 @@ SK_KRON_FN void small_store_t0(const SmallArgs& a, const float* buf, long long t
 
 /// The block program. `Exec` as in kron_fast.h (phase: f(tid, regs) on every thread, then a barrier).
 /// UP > 0: every factor is UP × UP and there are NF of them (with_small_shape): the passes are
-/// unrolled, each with its stride and the row length as compile-time constants.
-template <int PMAX, int UP = 0, int NF = 0, class Exec>
+/// unrolled, each with its stride and the row length as compile-time constants, and so are the
+/// mode count and, with NT > 0 (the CUDA kernels' block size; 0: ex.nthreads()), the X copies' trip
+/// counts (small_issue_rows). VY ≥ 0: a.vec_y (the final pass's store form) fixed at compile time.
+template <int PMAX, int UP = 0, int NF = 0, int NT = 0, int VY = -1, class Exec>
 SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* sm, long long block,
                                            long long grid) {
   using Regs = SmallRegs;
-  const int nt = ex.nthreads();
-  const int nf = a.nf;
+  const int nt = NT > 0 ? NT : ex.nthreads();
+  const int nf = NF > 0 ? NF : a.nf;
+  constexpr int kLN = UP > 0 ? NF * ilog2c(UP) : -1;  // log2 N where the shape is uniform
   float* const b0 = sm + a.off_x0;
   float* const b1 = sm + a.off_x1;
   ex.phase_nosync([&](int tid, Regs&) {
-    if (block < a.ntiles) small_issue_x(a, b0, block, tid, nt);
+    if (block < a.ntiles) small_issue_x<kLN, NT>(a, b0, block, tid, nt);
     small_load_factors(a, sm, tid, nt);
     async_commit();
   });
@@ -362,7 +376,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
       ex.phase_nosync([&](int tid, Regs&) {
         if (first) {
           if (next < a.ntiles)
-            small_issue_x(a, nxt, next, tid, nt);
+            small_issue_x<kLN, NT>(a, nxt, next, tid, nt);
           else
             pdl_launch_dependents();  // the block's last tile: a dependent grid may start launching
           async_commit();
@@ -376,7 +390,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
       constexpr int LP = ilog2c(UP);
       for_c<NF>([&](auto i) {
         constexpr int t = NF - 1 - decltype(i)::value;
-        mode(t, [&](int tid, bool last) { small_pass<UP, (NF - 1 - t) * LP, NF * LP>(a, t, tile, sm, cur, tid, last); });
+        mode(t, [&](int tid, bool last) { small_pass<UP, (NF - 1 - t) * LP, NF * LP, VY>(a, t, tile, sm, cur, tid, last); });
       });
     } else {
       // One call site (the barrier is separate): the passes inline once per factor width.
@@ -389,16 +403,20 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
   ex.phase_nosync([&](int, Regs&) { async_wait<0>(); });  // no copy outlives the block
 }
 
-/// Calls f(IntC<PMAX>, IntC<UP>, IntC<NF>) for the instantiation of the small-factor forward
-/// (kBackward: backward) that runs a.nf modes: a uniform-shape one (UP, NF) where every factor is
+/// Calls f(IntC<PMAX>, IntC<UP>, IntC<NF>) for the instantiation of the small-factor forward or
+/// backward (the same choice for both) that runs a.nf modes: a uniform-shape one (UP, NF) where every factor is
 /// UP × UP, else (a.pmax's bound, 0, 0). Host code: the launchers and the CPU backend's emulation
 /// pick the same kernel. Which, from session 38's H200 A/B (device µs, generic → uniform):
 ///   (8, 4), forward and backward: 16 rows 4.2 → 3.7, 256 rows 6.2 → 5.1, 1024 rows 14.4 → 11.8,
 ///     4096 rows 51.5 → 41.6; backward 1024 rows 52.9 → 49.0, 4096 rows 178 → 162;
-///   (16, 3), forward from 256 rows: 256 rows 7.0 → 6.1, 1024 rows 18.3 → 15.4, but 64 rows
-///     4.7 → 5.0 (a block's one tile pays for the larger code); not the backward (1024 rows 60.3
-///     → 64.9: its unrolled modes take 120 bytes more of stack per thread).
-template <bool kBackward = false, class F>
+///   (16, 3), from 256 rows: forward 256 rows 7.0 → 6.1, 1024 rows 18.3 → 15.4, but 64 rows
+///     4.7 → 5.0 (a block's one tile pays for the larger code). The backward was slower then
+///     (1024 rows 60.3 → 64.9: 120 bytes more of stack per thread); once the uniform kernels'
+///     tile copies had constant trip counts (session 39: 448 bytes of stack, 68 of them spills,
+///     against 408 for the generic kernel), faster: 1024 rows 60.0 → 50.2, 4096 rows 202.8 →
+///     167.6, 256 rows 22.2 → 20.4, and 256 × (16)^4 (whose natural split ends in (16)^3 over 4096
+///     rows) 376 → 347.
+template <class F>
 void with_small_shape(const SmallArgs& a, F&& f) {
   bool same = true;
   for (int t = 1; t < a.nf; ++t) same = same && a.md[t].p == a.md[0].p;
@@ -406,11 +424,9 @@ void with_small_shape(const SmallArgs& a, F&& f) {
     f(IntC<8>{}, IntC<8>{}, IntC<4>{});
     return;
   }
-  if constexpr (!kBackward) {
-    if (same && a.nf == 3 && a.md[0].p == 16 && a.M >= 256) {
-      f(IntC<16>{}, IntC<16>{}, IntC<3>{});
-      return;
-    }
+  if (same && a.nf == 3 && a.md[0].p == 16 && a.M >= 256) {
+    f(IntC<16>{}, IntC<16>{}, IntC<3>{});
+    return;
   }
   with_pmax(a.pmax, [&](auto pm) { f(pm, IntC<0>{}, IntC<0>{}); });
 }

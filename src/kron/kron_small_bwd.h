@@ -268,14 +268,17 @@ SK_KRON_FN void small_bwd_reduce(const SmallBwdArgs& b, Exec& ex, float* scratch
 /// the default pool's code is exactly what was measured.
 /// UP > 0 (not with LEAN): every factor is UP × UP and there are NF of them (with_small_shape): the
 /// mode loops unroll, each pass with its stride and the row length as compile-time constants.
-template <int PMAX, bool LEAN, int UP = 0, int NF = 0, class Exec>
+/// NT > 0: the CUDA kernel's block size (0: ex.nthreads()); with UP it makes the tile copies' trip
+/// counts constants (small_issue_rows).
+template <int PMAX, bool LEAN, int UP = 0, int NF = 0, int NT = 0, class Exec>
 SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, float* sm, long long block,
                                             long long grid) {
   static_assert(UP == 0 || !LEAN, "the lean pool has no uniform-shape kernel");
   using Regs = SmallBwdRegs;
   const SmallArgs& a = b.a;
-  const int nt = ex.nthreads();
-  const int nf = a.nf;
+  const int nt = NT > 0 ? NT : ex.nthreads();
+  const int nf = NF > 0 ? NF : a.nf;
+  constexpr int kLN = UP > 0 ? NF * ilog2c(UP) : -1;  // log2 N where the shape is uniform
   const bool want_gx = a.y != nullptr;
   // Roles: ix, ig (X, ∂ℓ/∂Y), is[t] for t = 1 … nf−1 (S⁽ᵗ⁾), spare (two modes only).
   // Lean pool (nf ≥ 3): no X buffer; X arrives in S⁽¹⁾'s buffer and the first pass runs in place.
@@ -314,8 +317,8 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
   };
   ex.phase_nosync([&](int tid, Regs& r) {
     if (block < a.ntiles) {
-      small_issue_x(a, buf(ix), block, tid, nt);
-      small_issue_rows(a, b.g, b.ldg, b.vec_g, buf(ig), block, tid, nt);
+      small_issue_x<kLN, NT>(a, buf(ix), block, tid, nt);
+      small_issue_rows<false, kLN, NT>(a, b.g, b.ldg, b.vec_g, buf(ig), block, tid, nt);
     }
     small_load_factors(a, sm, tid, nt);
     small_load_factors_plain(b, sm, tid, nt);
@@ -371,8 +374,8 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
         const bool final_pass = t == 0;
         ex.phase([&](int tid, Regs&) {
           if (nx != nullptr || ng != nullptr) {
-            if (nx != nullptr) small_issue_x(a, nx, next, tid, nt);
-            if (ng != nullptr) small_issue_rows(a, b.g, b.ldg, b.vec_g, ng, next, tid, nt);
+            if (nx != nullptr) small_issue_x<kLN, NT>(a, nx, next, tid, nt);
+            if (ng != nullptr) small_issue_rows<false, kLN, NT>(a, b.g, b.ldg, b.vec_g, ng, next, tid, nt);
             async_commit();
           }
           with_p(tc, [&](auto pc, auto lsc, auto lnc) {

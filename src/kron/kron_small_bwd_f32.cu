@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)
     kron_small_bwd_kernel(const __grid_constant__ SmallBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_bwd_smem[];
   FastDeviceExec<SmallBwdRegs> ex;
-  small_backward_program<PMAX, LEAN, UP, NF>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
+  small_backward_program<PMAX, LEAN, UP, NF, (UP > 0 ? NT : 0)>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
                                              gridDim.x);
 }
 
@@ -37,7 +37,7 @@ void launch_bwd(const SmallBwdArgs& a, long long grid, std::size_t smem, int dev
     with_pmax(a.a.pmax, [&](auto pm) { launch_bwd_pl<NT, decltype(pm)::value, true>(a, grid, smem, device, stream); });
     return;
   }
-  with_small_shape<true>(a.a, [&](auto pm, auto up, auto nf) {
+  with_small_shape(a.a, [&](auto pm, auto up, auto nf) {
     launch_bwd_pl<NT, decltype(pm)::value, false, decltype(up)::value, decltype(nf)::value>(a, grid, smem, device,
                                                                                               stream);
   });

@@ -16,19 +16,32 @@ namespace {
 /// PMAX: the largest factor width the instantiation handles (8, 16 or 32; see with_small_p). With
 /// p = 32 a pass needs more than 128 registers without spills (32 inputs, 32 outputs, a factor
 /// row): half the blocks per SM there (the planner's grid follows).
-/// UP, NF > 0: the uniform-shape instantiations (with_small_shape in kron_small.h).
-template <int NT, int PMAX, int UP, int NF>
+/// UP, NF > 0: the uniform-shape instantiations (with_small_shape in kron_small.h), whose copy
+/// loops also take NT as a constant, and VY (0 / 1, −1 elsewhere) fixes a.vec_y, the final pass's
+/// store form, at compile time: the other form's stores no longer issue predicated off beside it.
+template <int NT, int PMAX, int UP, int NF, int VY>
 __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)) kron_small_kernel(const __grid_constant__ SmallArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
   pdl_wait();
   FastDeviceExec<SmallRegs> ex;
-  small_forward_program<PMAX, UP, NF>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+  small_forward_program<PMAX, UP, NF, (UP > 0 ? NT : 0), VY>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+}
+
+template <int NT, int PMAX, int UP, int NF, int VY>
+void launch_small_k(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
+  fast_opt_in_smem<kron_small_kernel<NT, PMAX, UP, NF, VY>>(smem, device);
+  kron_launch(kron_small_kernel<NT, PMAX, UP, NF, VY>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl,
+              a);
 }
 
 template <int NT, int PMAX, int UP, int NF>
 void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
-  fast_opt_in_smem<kron_small_kernel<NT, PMAX, UP, NF>>(smem, device);
-  kron_launch(kron_small_kernel<NT, PMAX, UP, NF>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl, a);
+  if constexpr (UP == 0)
+    launch_small_k<NT, PMAX, UP, NF, -1>(a, grid, smem, device, stream, pdl);
+  else if (a.vec_y != 0)
+    launch_small_k<NT, PMAX, UP, NF, 1>(a, grid, smem, device, stream, pdl);
+  else
+    launch_small_k<NT, PMAX, UP, NF, 0>(a, grid, smem, device, stream, pdl);
 }
 
 template <int NT>

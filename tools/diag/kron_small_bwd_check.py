@@ -21,6 +21,8 @@ CASES = [  # (rows, sizes, selection, strided, needs)
     (11, [16, 8, 8], "small:grid=2", True, None), (7, [4, 4, 4, 4, 4], "small:grid=1", False, None),
     (10, [8, 16, 8], "small:grid=3", False, [False, True, False, True]),
     (9, [32, 32], "small:grid=2", False, None), (5, [8, 16, 32], "small:threads=256,grid=2", False, None),
+    (260, [16, 16, 16], "small:grid=100", False, None), (258, [16, 16, 16], "small:grid=64", True, None),
+    (37, [8, 8, 8, 8], "small:grid=5", True, None),
 ]
 failed = 0
 for rows, sizes, sel, strided, needs in CASES:
