@@ -164,6 +164,21 @@ SK_KRON_FN void sts_g(float* p, const float* v) {
   }
 }
 
+/// G consecutive floats of a final pass to global memory: 16-byte (G = 4) or 8-byte (G = 2: 16 ⊗ …)
+/// stores where the rows allow 16-byte ones (vec), so that one warp instruction writes whole sectors
+/// (as scalars, two instructions wrote every other float); scalars otherwise.
+template <int G>
+SK_KRON_FN void stg_g(float* o, const float* v, bool vec) {
+  if (G == 4 && vec) {
+    stg4(o, v[0], v[1], v[2], v[3]);
+  } else if (G == 2 && vec) {
+    stg2(o, v[0], v[1]);
+  } else {
+    SK_KRON_UNROLL
+    for (int u = 0; u < G; ++u) o[u] = v[u];
+  }
+}
+
 /// One pass of mode t (factor width P) over the thread's fibers of its row: in place in `buf`, or
 /// (final pass) into Y.
 /// Which fibers. s = 1 (the last mode): fiber f = tau + v·T, its p floats contiguous, read and
@@ -234,6 +249,22 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
     }
   }
   const float* ft = sm + (kFwd ? md.f_off : f_off);
+  // Output j of every fiber, y[·][slot][·] = Σ_a F[a, j] · x[·][a][·], the factor column read as
+  // 16-byte vectors (one address per warp).
+  auto sum_j = [&](int j, auto& y, int slot) {
+    SK_KRON_UNROLL
+    for (int v = 0; v < V; ++v) y[v / G][slot][v % G] = 0.0f;
+    SK_KRON_UNROLL
+    for (int k = 0; k < P / 4; ++k) {
+      float f4[4];
+      lds4(ft + j * P + 4 * k, f4);
+      SK_KRON_UNROLL
+      for (int v = 0; v < V; ++v) {
+        SK_KRON_UNROLL
+        for (int u = 0; u < 4; ++u) y[v / G][slot][v % G] += x[v / G][4 * k + u][v % G] * f4[u];
+      }
+    }
+  };
   if constexpr (kChunk && LS >= 0 && LN >= 0) {
     // kChunk (uniform shapes): the outputs in chunks of four j, each chunk written as soon as it
     // is summed (the inputs are all in registers by now and no other thread reads them in this
@@ -251,21 +282,7 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
     for (int jc = 0; jc < P / 4; ++jc) {
       float yc[V / G][4][G];
       SK_KRON_UNROLL
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = 4 * jc + jj;
-        SK_KRON_UNROLL
-        for (int v = 0; v < V; ++v) yc[v / G][jj][v % G] = 0.0f;
-        SK_KRON_UNROLL
-        for (int k = 0; k < P / 4; ++k) {
-          float f4[4];
-          lds4(ft + j * P + 4 * k, f4);
-          SK_KRON_UNROLL
-          for (int v = 0; v < V; ++v) {
-            SK_KRON_UNROLL
-            for (int u = 0; u < 4; ++u) yc[v / G][jj][v % G] += x[v / G][4 * k + u][v % G] * f4[u];
-          }
-        }
-      }
+      for (int jj = 0; jj < 4; ++jj) sum_j(4 * jc + jj, yc, jj);
       if (!final_pass) {
         if (ls == 0) {
           SK_KRON_UNROLL
@@ -291,77 +308,46 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
         for (int g = 0; g < V / G; ++g) {
           SK_KRON_UNROLL
           for (int jj = 0; jj < 4; ++jj) {
-            float* o = yr + base[g] + ((4 * jc + jj) << ls);
-            if (G == 4 && vec) {
-              stg4(o, yc[g][jj][0], yc[g][jj][1], yc[g][jj][2], yc[g][jj][3]);
-            } else if (G == 2 && vec) {
-              stg2(o, yc[g][jj][0], yc[g][jj][1]);
-            } else {
-              SK_KRON_UNROLL
-              for (int u = 0; u < G; ++u) o[u] = yc[g][jj][u];
-            }
+            stg_g<G>(yr + base[g] + ((4 * jc + jj) << ls), yc[g][jj], vec);
           }
         }
       }
     }
-    return;
-  }
-  float y[V / G][P][G];
-  SK_KRON_UNROLL
-  for (int j = 0; j < P; ++j) {
+  } else {  // the whole row of outputs at once, then written
+    float y[V / G][P][G];
     SK_KRON_UNROLL
-    for (int v = 0; v < V; ++v) y[v / G][j][v % G] = 0.0f;
-    SK_KRON_UNROLL
-    for (int k = 0; k < P / 4; ++k) {
-      float f4[4];
-      lds4(ft + j * P + 4 * k, f4);
-      SK_KRON_UNROLL
-      for (int v = 0; v < V; ++v) {
+    for (int j = 0; j < P; ++j) sum_j(j, y, j);
+    if (!final_pass) {
+      if (ls == 0) {
         SK_KRON_UNROLL
-        for (int u = 0; u < 4; ++u) y[v / G][j][v % G] += x[v / G][4 * k + u][v % G] * f4[u];
-      }
-    }
-  }
-  if (!final_pass) {
-    if (ls == 0) {
-      SK_KRON_UNROLL
-      for (int v = 0; v < V; ++v) {
-        SK_KRON_UNROLL
-        for (int k = 0; k < P / 4; ++k)
-          sts4(reinterpret_cast<float*>(bw + (pb[v] ^ (16 * k))), y[v / G][4 * k][v % G], y[v / G][4 * k + 1][v % G],
-               y[v / G][4 * k + 2][v % G], y[v / G][4 * k + 3][v % G]);
-      }
-    } else {
-      SK_KRON_UNROLL
-      for (int g = 0; g < V / G; ++g) {
-        SK_KRON_UNROLL
-        for (int k = 0, ad = pb[g]; k < P; ++k) {
-          if (k > 0) ad ^= bas[ctz_c(k)];
-          sts_g<G>(reinterpret_cast<float*>(bw + ad), y[g][k ^ (k >> 1)]);
+        for (int v = 0; v < V; ++v) {
+          SK_KRON_UNROLL
+          for (int k = 0; k < P / 4; ++k)
+            sts4(reinterpret_cast<float*>(bw + (pb[v] ^ (16 * k))), y[v / G][4 * k][v % G], y[v / G][4 * k + 1][v % G],
+                 y[v / G][4 * k + 2][v % G], y[v / G][4 * k + 3][v % G]);
         }
-      }
-    }
-    return;
-  }
-  // Final pass (t = 0: s = N/p_0 ≥ 32, hi = 0): Y[m, j·s + lo], G consecutive lo per store.
-  const long long m = tile * a.rows + row;
-  if (m >= a.M) return;
-  float* yr = kFwd ? a.y + m * a.ldy : out + m * ldo;
-  const bool vec = VO >= 0 ? VO != 0 : (kFwd ? a.vec_y : vec_o) != 0;
-  SK_KRON_UNROLL
-  for (int g = 0; g < V / G; ++g) {
-    SK_KRON_UNROLL
-    for (int i = 0; i < P; ++i) {
-      float* o = yr + base[g] + (i << ls);
-      // 16-byte (G = 4) or 8-byte (G = 2: 16 ⊗ …) stores where the rows allow 16-byte ones: one
-      // warp instruction writes whole sectors (as scalars, two instructions wrote every other float).
-      if (G == 4 && vec) {
-        stg4(o, y[g][i][0], y[g][i][1], y[g][i][2], y[g][i][3]);
-      } else if (G == 2 && vec) {
-        stg2(o, y[g][i][0], y[g][i][1]);
       } else {
         SK_KRON_UNROLL
-        for (int u = 0; u < G; ++u) o[u] = y[g][i][u];
+        for (int g = 0; g < V / G; ++g) {
+          SK_KRON_UNROLL
+          for (int k = 0, ad = pb[g]; k < P; ++k) {
+            if (k > 0) ad ^= bas[ctz_c(k)];
+            sts_g<G>(reinterpret_cast<float*>(bw + ad), y[g][k ^ (k >> 1)]);
+          }
+        }
+      }
+      return;
+    }
+    // Final pass (t = 0: s = N/p_0 ≥ 32, hi = 0): Y[m, j·s + lo], G consecutive lo per store.
+    const long long m = tile * a.rows + row;
+    if (m >= a.M) return;
+    float* yr = kFwd ? a.y + m * a.ldy : out + m * ldo;
+    const bool vec = VO >= 0 ? VO != 0 : (kFwd ? a.vec_y : vec_o) != 0;
+    SK_KRON_UNROLL
+    for (int g = 0; g < V / G; ++g) {
+      SK_KRON_UNROLL
+      for (int i = 0; i < P; ++i) {
+        stg_g<G>(yr + base[g] + (i << ls), y[g][i], vec);
       }
     }
   }

@@ -96,6 +96,21 @@ diag_ab_wheels() {
     done
   done
 }
+# diag_ab_wheel_list "NAME..." CMD [ARG...]: diag_ab_wheels over more than two wheels: for each of two
+# rounds, installs .whl312_NAME (NAME "new": .whl312) for every NAME in order and runs CMD (session
+# 39's three-wheel A/Bs). The caller empties $OUT and starts the clock first.
+diag_ab_wheel_list() {
+  local names=$1 w d
+  shift
+  for AB_ROUND in 1 2; do
+    for w in $names; do
+      d=$R/.whl312_$w; [ $w = new ] && d=$R/.whl312
+      python3 -m pip install -q --no-deps --no-index --force-reinstall $d/sparsekern-*.whl > /tmp/inst.txt 2>&1 || { tail -3 /tmp/inst.txt; exit 1; }
+      echo "== round $AB_ROUND, $w wheel ($((SECONDS - T0))s)"
+      "$@"
+    done
+  done
+}
 # diag_kron_bwd_sanitize LIMIT_M LIMIT_R: compute-sanitizer memcheck (every case) and racecheck
 # (the small ones) of the register-tile backward (tools/diag/kron_bwd_fast_check.py), a line each.
 diag_kron_bwd_sanitize() {

@@ -8,15 +8,9 @@
 source "$(dirname "$0")/lib.sh"
 rm -f $OUT/*; diag_env; cd /tmp; diag_start
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-for round in 1 2; do
-  for w in old chunk new; do
-    d=$R/.whl312_$w; [ $w = new ] && d=$R/.whl312
-    python3 -m pip install -q --no-deps --no-index --force-reinstall $d/sparsekern-*.whl > /tmp/inst.txt 2>&1 || { tail -3 /tmp/inst.txt; exit 1; }
-    echo "== round $round, $w wheel ($((SECONDS - T0))s)"
-    (cd $R/tools/diag && timeout $(cap 250) python3 kron_bwd_times.py "1024 16,16,16" "4096 16,16,16" "256 16,16,16" \
-      "1024 8,8,8,8" "4096 8,8,8,8" "256 16,16,16,16")
-  done
-done
+_times() { (cd $R/tools/diag && timeout $(cap 250) python3 kron_bwd_times.py "1024 16,16,16" "4096 16,16,16" "256 16,16,16" \
+  "1024 8,8,8,8" "4096 8,8,8,8" "256 16,16,16,16"); }
+diag_ab_wheel_list "old chunk new" _times
 echo "== blocks per SM at the new wheel ($((SECONDS - T0))s)"
 (cd $R/tools/diag && timeout $(cap 360) python3 kron_sel_times.py --sel "small;small:grid=660;small:grid=792" --rounds 2 \
   "1024 16,16,16" "4096 16,16,16" "512 16,16,16" "1024 8,8,8,8" "4096 8,8,8,8" "256 8,8,8,8")
