@@ -109,7 +109,7 @@ SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long l
   const int ln = LN >= 0 ? LN : a.ln;
   const int step = (NT > 0 ? NT : nt) << 2, e0 = tid << 2;
   const int per_row = kConst ? 1 << (ln - ilog2c(NT) - 2) : (1 << ln) / step;
-  const int rows = kConst ? (32 * NT) >> (kConst ? LN : 0) : a.rows;
+  const int rows = kConst ? (32 * NT) >> ln : a.rows;
   const int s0 = small_swz(e0);
   const long long m0 = tile * rows;
   const bool v16 = kFwd ? a.vec_x != 0 : vec != 0;
@@ -195,8 +195,10 @@ SK_KRON_FN void stg_g(float* o, const float* v, bool vec) {
 /// `dst` (same layout; dst = buf: in place) or, in a final pass, to `out` (row stride ldo, vec_o:
 /// 16-byte stores allowed). kFwd (the forward's call) reads these from `a` instead: the forward's
 /// SASS stays exactly as it was measured (session 11 compared it).
-/// LS, LN ≥ 0: log2 s and log2 N known at compile time (the forward's uniform-shape kernels:
-/// every address offset below then folds into constants); −1: read from `a`.
+/// LS, LN ≥ 0: log2 s and log2 N known at compile time (the uniform-shape kernels: every address
+/// offset below then folds into constants); −1: read from `a`. VO ≥ 0: the final pass's store form
+/// (vec_o / a.vec_y) fixed at compile time, so the other form's stores are not issued predicated
+/// off beside it. kChunk: the outputs summed and written four j at a time (below).
 template <int P, bool kFwd = false, int LS = -1, int LN = -1, int VO = -1, bool kChunk = false>
 SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long tile, const float* sm, const float* buf,
                               float* dst, int tid, bool final_pass, float* out, long long ldo, int vec_o) {
@@ -462,8 +464,8 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
 }
 
 /// Calls f(IntC<PMAX>, IntC<UP>, IntC<NF>) for the instantiation of the small-factor forward or
-/// backward (the same choice for both) that runs a.nf modes: a uniform-shape one (UP, NF) where every factor is
-/// UP × UP, else (a.pmax's bound, 0, 0). Host code: the launchers and the CPU backend's emulation
+/// backward (the same choice for both) that runs a.nf modes: a uniform-shape one (UP, NF) where
+/// every factor is UP × UP, else (a.pmax's bound, 0, 0). Host code: the launchers and the CPU backend's emulation
 /// pick the same kernel. Which, from session 38's H200 A/B (device µs, generic → uniform):
 ///   (8, 4), forward and backward: 16 rows 4.2 → 3.7, 256 rows 6.2 → 5.1, 1024 rows 14.4 → 11.8,
 ///     4096 rows 51.5 → 41.6; backward 1024 rows 52.9 → 49.0, 4096 rows 178 → 162;
