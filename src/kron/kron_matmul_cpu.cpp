@@ -196,18 +196,12 @@ void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem
   with_small_shape(a, [&](auto pmax, auto up, auto nf) {
     constexpr int UP = decltype(up)::value;
     with_uniform_threads<UP>(threads, [&](auto ntc) {
-      auto run = [&](auto vyc) {
+      with_small_store_form<UP>(a, [&](auto vyc) {
         run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto& ex, float* sm, long long b) {
           small_forward_program<decltype(pmax)::value, UP, decltype(nf)::value, decltype(ntc)::value,
                                 decltype(vyc)::value>(a, ex, sm, b, grid);
         });
-      };
-      if constexpr (UP == 0)
-        run(IntC<-1>{});
-      else if (a.vec_y != 0)
-        run(IntC<1>{});
-      else
-        run(IntC<0>{});
+      });
     });
   });
 }

@@ -107,7 +107,7 @@ SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long l
                                  long long tile, int tid, int nt) {
   constexpr bool kConst = LN >= 0 && NT > 0;
   const int ln = LN >= 0 ? LN : a.ln;
-  const int step = (NT > 0 ? NT : nt) << 2, e0 = tid << 2;
+  const int step = nt << 2, e0 = tid << 2;  // nt == NT where NT > 0 (the programs pass it)
   const int per_row = kConst ? 1 << (ln - ilog2c(NT) - 2) : (1 << ln) / step;
   const int rows = kConst ? (32 * NT) >> ln : a.rows;
   const int s0 = small_swz(e0);
@@ -489,6 +489,19 @@ void with_small_shape(const SmallArgs& a, F&& f) {
     return;
   }
   with_pmax(a.pmax, [&](auto pm) { f(pm, IntC<0>{}, IntC<0>{}); });
+}
+
+/// Calls f(IntC<VY>) with the final pass's store form of a forward instantiation with UP (see
+/// with_small_shape): a.vec_y at compile time (1 / 0) in the uniform-shape kernels, −1 (read at run
+/// time) elsewhere. Host code: the launcher and the CPU backend's emulation pick the same one.
+template <int UP, class F>
+void with_small_store_form(const SmallArgs& a, F&& f) {
+  if constexpr (UP == 0)
+    f(IntC<-1>{});
+  else if (a.vec_y != 0)
+    f(IntC<1>{});
+  else
+    f(IntC<0>{});
 }
 
 }  // namespace sparsekern::kron::detail

@@ -356,14 +356,14 @@ SK_KRON_PROGRAM void small_backward_program(const SmallBwdArgs& b, Exec& ex, flo
         const float* sb = t == 0 ? xb : buf(is[t]);
         ex.phase([&](int tid, Regs& r) {
           with_p(tc, [&](auto pc, auto lsc, auto lnc) {
-            constexpr int P = decltype(pc)::value, LS = decltype(lsc)::value, LN = decltype(lnc)::value;
+            constexpr int P = decltype(pc)::value;
             if constexpr (LEAN) {
               if (t == 0)  // X is no longer in shared memory: from global memory (L2)
                 small_dF_pass_x<P>(a, tile, gb, tid, nt, r.acc[0]);
               else
                 small_dF_pass<P>(a, t, sb, gb, tid, nt, r.acc[t]);
             } else {
-              small_dF_pass<P, LS, LN>(a, t, sb, gb, tid, nt, r.acc[t]);
+              small_dF_pass<P, decltype(lsc)::value, decltype(lnc)::value>(a, t, sb, gb, tid, nt, r.acc[t]);
             }
           });
         });

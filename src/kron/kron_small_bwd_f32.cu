@@ -20,8 +20,8 @@ __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)
     kron_small_bwd_kernel(const __grid_constant__ SmallBwdArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_bwd_smem[];
   FastDeviceExec<SmallBwdRegs> ex;
-  small_backward_program<PMAX, LEAN, UP, NF, (UP > 0 ? NT : 0)>(a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x,
-                                             gridDim.x);
+  small_backward_program<PMAX, LEAN, UP, NF, (UP > 0 ? NT : 0)>(
+      a, ex, reinterpret_cast<float*>(kron_small_bwd_smem), blockIdx.x, gridDim.x);
 }
 
 template <int NT, int PMAX, bool LEAN, int UP = 0, int NF = 0>

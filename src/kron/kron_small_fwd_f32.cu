@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
   pdl_wait();
   FastDeviceExec<SmallRegs> ex;
-  small_forward_program<PMAX, UP, NF, (UP > 0 ? NT : 0), VY>(a, ex, reinterpret_cast<float*>(kron_small_smem), blockIdx.x, gridDim.x);
+  small_forward_program<PMAX, UP, NF, (UP > 0 ? NT : 0), VY>(a, ex, reinterpret_cast<float*>(kron_small_smem),
+                                                            blockIdx.x, gridDim.x);
 }
 
 template <int NT, int PMAX, int UP, int NF, int VY>
@@ -34,20 +35,13 @@ void launch_small_k(const SmallArgs& a, long long grid, std::size_t smem, int de
               a);
 }
 
-template <int NT, int PMAX, int UP, int NF>
-void launch_small_p(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
-  if constexpr (UP == 0)
-    launch_small_k<NT, PMAX, UP, NF, -1>(a, grid, smem, device, stream, pdl);
-  else if (a.vec_y != 0)
-    launch_small_k<NT, PMAX, UP, NF, 1>(a, grid, smem, device, stream, pdl);
-  else
-    launch_small_k<NT, PMAX, UP, NF, 0>(a, grid, smem, device, stream, pdl);
-}
-
 template <int NT>
 void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
   with_small_shape(a, [&](auto pm, auto up, auto nf) {
-    launch_small_p<NT, decltype(pm)::value, decltype(up)::value, decltype(nf)::value>(a, grid, smem, device, stream, pdl);
+    with_small_store_form<decltype(up)::value>(a, [&](auto vy) {
+      launch_small_k<NT, decltype(pm)::value, decltype(up)::value, decltype(nf)::value, decltype(vy)::value>(
+          a, grid, smem, device, stream, pdl);
+    });
   });
 }
 
