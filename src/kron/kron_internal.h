@@ -149,13 +149,6 @@ struct SmallMode {
   int f_off = 0;                 ///< offset of its transposed copy in shared memory (floats)
 };
 
-/// Whether the small-factor kernels have a uniform-shape instantiation (kron_small.h:
-/// with_small_shape) for nf factors, all p × p (same: every factor the same width), over M rows:
-/// (8⊗8⊗8⊗8) at any M, (16⊗16⊗16) from 256 rows. The planner and the launchers share it.
-inline bool small_uniform_shape(bool same, int p, int nf, long long M) {
-  return same && ((nf == 4 && p == 8) || (nf == 3 && p == 16 && M >= 256));
-}
-
 /// Arguments of the fiber-per-thread fused forward (kron_small.h): fp32, one group over every mode.
 struct SmallArgs {
   const float* x = nullptr; long long ldx = 0;
@@ -164,8 +157,7 @@ struct SmallArgs {
   int nf = 0;
   SmallMode md[kMaxFused];
   int ln = 0;                    ///< log2 N, N = Π p (a row of X and of Y)
-  int rows = 1;                  ///< rows of X per tile (threads · elems / N)
-  int elems = 32;                ///< elements of a row a thread owns per pass (32; 64: see kron_small.h)
+  int rows = 1;                  ///< rows of X per tile (threads · 32 / N)
   int pmax = 32;                 ///< the largest p (8, 16 or 32: which kernel instantiation runs)
   long long ntiles = 0;
   int off_x0 = 0, off_x1 = 0;    ///< the two tile buffers (floats, 16-byte aligned)
@@ -391,8 +383,7 @@ struct Segment {
   // fused forward through the fiber-per-thread kernel for small square factors (kron_small.h)
   bool small = false;
   int small_threads = 256;        ///< threads per block (256, or 128 when 256 leaves SMs idle)
-  int small_rows = 1;             ///< rows of X per tile (threads · small_elems / N)
-  int small_elems = 32;           ///< elements of a row per thread and pass (SmallArgs::elems)
+  int small_rows = 1;             ///< rows of X per tile (threads · 32 / N)
   // fused backward through the fiber-per-thread kernel (kron_small_bwd.h); small_threads and
   // small_rows as above, smem / ntiles / grid the backward's own
   bool small_bwd = false;

@@ -202,7 +202,6 @@ detail::SmallArgs small_args(const Segment& seg, const Shapes& sh, const MatrixV
   }
   a.ln = ls;  // log2 N
   a.rows = seg.small_rows;
-  a.elems = seg.small_elems;
   a.ntiles = seg.ntiles;
   a.off_x0 = off;
   a.off_x1 = off + (seg.small_rows << ls);
@@ -1003,7 +1002,6 @@ std::string describe_plan(const MatmulParams& p, bool backward) {
                         " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused && seg.small) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=small threads=", seg.small_threads,
-                        seg.small_elems != 32 ? concat(" elems=", seg.small_elems) : std::string(),
                         " rows=", seg.small_rows, " smem=", seg.smem, " tiles=", seg.ntiles, " grid=", seg.grid));
     } else if (seg.kind == SegKind::fused && seg.fast) {
       append(os, concat(" chunk=", seg.s_in, "->", seg.s_out, " kernel=fast regs=", seg.fast_tile, "x",

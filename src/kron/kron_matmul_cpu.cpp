@@ -10,7 +10,6 @@
 #include <limits>
 #include <vector>
 
-#include "../common/check.h"
 #include "../common/cpu_gemm.h"
 #include "../common/dispatch.h"
 #include "../common/thread_scratch.h"
@@ -176,16 +175,9 @@ void run_small_blocks(int threads, const SmallArgs& a, long long grid, std::size
 
 /// f(IntC<NT>) with NT the block size where the shape is uniform (UP > 0; the CUDA kernels then
 /// pass it to the programs as a constant), else f(IntC<0>): the emulation runs the same code.
-/// k64: 64 threads too (the forward's blocks with 64 elements per thread, SmallArgs::elems).
-template <int UP, bool k64 = false, class F>
+template <int UP, class F>
 void with_uniform_threads(int threads, F&& f) {
   if constexpr (UP > 0) {
-    if constexpr (k64) {
-      if (threads == 64) {
-        f(IntC<64>{});
-        return;
-      }
-    }
     if (threads == 128) {
       f(IntC<128>{});
       return;
@@ -200,22 +192,14 @@ void with_uniform_threads(int threads, F&& f) {
 
 void run_small(int threads, const SmallArgs& a, long long grid, std::size_t smem) {
   // The kernel the GPU would run (with_small_shape: a uniform-shape one where it applies, with the
-  // block size and the store form as constants, as kron_small_fwd_f32.cu instantiates it; 64
-  // elements per thread with 64 threads, as small_forward_f32 checks).
-  SK_EXPECTS(a.elems == kSmallE || (a.elems == 64 && threads == 64 && (a.rows << a.ln) == 64 * 64),
-             "kron: small-factor forward with ", a.elems, " elements per thread, ", threads, " threads and ", a.rows,
-             " rows per tile");
+  // block size and the store form as constants, as kron_small_fwd_f32.cu instantiates it).
   with_small_shape(a, [&](auto pmax, auto up, auto nf) {
     constexpr int UP = decltype(up)::value;
-    with_uniform_threads<UP, true>(threads, [&](auto ntc) {
-      constexpr int NT = decltype(ntc)::value;
-      constexpr int E = NT == 64 ? 64 : kSmallE;
-      SK_EXPECTS(E == a.elems, "kron: small-factor forward with ", a.elems, " elements per thread over a shape without ",
-                 "its kernel");
+    with_uniform_threads<UP>(threads, [&](auto ntc) {
       with_small_store_form<UP>(a, [&](auto vyc) {
         run_small_blocks<SmallRegs>(threads, a, grid, smem, a.nf, [&](auto& ex, float* sm, long long b) {
-          small_forward_program<decltype(pmax)::value, UP, decltype(nf)::value, NT, decltype(vyc)::value, E>(a, ex, sm,
-                                                                                                            b, grid);
+          small_forward_program<decltype(pmax)::value, UP, decltype(nf)::value, decltype(ntc)::value,
+                                decltype(vyc)::value>(a, ex, sm, b, grid);
         });
       });
     });

@@ -274,7 +274,6 @@ bool fast_eligible(const std::vector<ModeDims>& modes) {
 struct FwdSelect {
   int kernel = -1, tile = 0, rows = 0, stages = 0, threads = 0, grid = 0;
   int lean = 0;  ///< small-factor backward: the lean buffer pool (SmallBwdArgs::lean), opt-in
-  int elems = 0;  ///< small-factor forward: elements per thread and row, 32 or 64 (0: the planner's)
 };
 
 std::mutex g_select_mutex;
@@ -287,7 +286,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
   auto bad = [&]() {
     return InvalidArgument(sparsekern::detail::concat(
         where, " must be \"auto\", \"old\", \"new\", \"small\", \"new:tile=8|4,rows=N,stages=1|2,threads=256|128,grid=N\" "
-        "or \"small:threads=256|128,grid=N,lean=0|1,elems=32|64\"; got \"",
+        "or \"small:threads=256|128,grid=N,lean=0|1\"; got \"",
         v, "\""));
   };
   FwdSelect sel;
@@ -321,7 +320,7 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
     char* stop = nullptr;
     const long num = std::strtol(val.c_str(), &stop, 10);
     if (val.empty() || *stop != '\0' || num < (key == "lean" ? 0 : 1) || num > (1 << 20)) throw bad();
-    if (small && key != "threads" && key != "grid" && key != "lean" && key != "elems") throw bad();
+    if (small && key != "threads" && key != "grid" && key != "lean") throw bad();
     if (key == "tile" && (num == 4 || num == 8))
       sel.tile = static_cast<int>(num);
     else if (key == "rows")
@@ -334,8 +333,6 @@ FwdSelect parse_forward_kernel(const std::string& v, const char* where) {
       sel.grid = static_cast<int>(num);
     else if (key == "lean" && small && num <= 1)
       sel.lean = static_cast<int>(num);
-    else if (key == "elems" && small && (num == 32 || num == 64))
-      sel.elems = static_cast<int>(num);
     else
       throw bad();
     pos = end + 1;
@@ -372,7 +369,6 @@ std::string select_name(const FwdSelect& sel) {
   if (sel.threads != 0) s += "threads=" + std::to_string(sel.threads) + ",";
   if (sel.grid != 0) s += "grid=" + std::to_string(sel.grid) + ",";
   if (sel.lean != 0) s += "lean=" + std::to_string(sel.lean) + ",";
-  if (sel.elems != 0) s += "elems=" + std::to_string(sel.elems) + ",";
   s.pop_back();  // the last ',' (or the ':' of a plain "new" / "small")
   return s;
 }
@@ -577,36 +573,20 @@ constexpr long long kSmallBwdFewTiles2 = 17;
 /// rows per tile; false where the kernels do not apply.
 struct SmallShape {
   long long N = 1, fel = 0, max_p = 1, rows = 0;
-  int nt = 128, elems = 32;
+  int nt = 128;
 };
 
-/// The forward's elements per thread and row: 64 where `sel` asks for it and the shape has a
-/// uniform-shape kernel (small_uniform_shape) with N = 4096 (a row is then 64 threads, one tile),
-/// else 32.
-int small_fwd_elems(const std::vector<ModeDims>& modes, long long M, long long N, const FwdSelect& sel) {
-  bool same = true;
-  for (const ModeDims& d : modes) same = same && d.p == modes[0].p;
-  const bool uniform = small_uniform_shape(same, static_cast<int>(modes[0].p), static_cast<int>(modes.size()), M);
-  return sel.elems == 64 && uniform && N == 4096 ? 64 : 32;
-}
-
-/// `fwd`: the forward's plan (elements per thread as small_fwd_elems; the backward's are 32).
 bool small_shape(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
-                 SmallShape& s, bool fwd = false) {
+                 SmallShape& s) {
   if (!small_eligible(modes) || M < 1 || lim.smem_block_max == 0) return false;
   for (const ModeDims& d : modes) {
     s.N *= d.p;
     s.fel += d.p * d.p;
     s.max_p = std::max(s.max_p, d.p);
   }
-  s.elems = fwd ? small_fwd_elems(modes, M, s.N, sel) : 32;
-  if (s.elems == 64) {
-    s.nt = static_cast<int>(s.N / 64);  // one row per tile
-  } else {
-    s.nt = sel.threads != 0 ? sel.threads : 128;
-    if (s.N > 32LL * s.nt) s.nt = kThreads;  // 128 threads cover at most 4096 elements per row
-  }
-  s.rows = static_cast<long long>(s.elems) * s.nt / s.N;
+  s.nt = sel.threads != 0 ? sel.threads : 128;
+  if (s.N > 32LL * s.nt) s.nt = kThreads;  // 128 threads cover at most 4096 elements per row
+  s.rows = 32LL * s.nt / s.N;
   return s.rows >= 1;
 }
 
@@ -617,14 +597,13 @@ bool small_shape(const std::vector<ModeDims>& modes, long long M, const Limits& 
 /// tiles are few, fewer than kSmallBwdFewTiles2 / 2 per SM.
 void small_fill(const SmallShape& s, std::size_t smem, long long M, const Limits& lim, const FwdSelect& sel,
                 bool few_tiles_fewer, Segment& seg) {
-  const long long by_regs = s.elems == 64 ? 6 : (s.nt == kThreads ? 2 : 4) / (s.max_p > 16 ? 2 : 1);
+  const long long by_regs = (s.nt == kThreads ? 2 : 4) / (s.max_p > 16 ? 2 : 1);
   long long per_sm =
       std::clamp<long long>(static_cast<long long>(lim.smem_per_sm / (smem + 1024)), 1, by_regs);
   const long long ntiles = (M + s.rows - 1) / s.rows;
   if (few_tiles_fewer && per_sm >= 3 && 2 * ntiles < kSmallBwdFewTiles2 * lim.num_sms) --per_sm;
   seg.small_threads = s.nt;
   seg.small_rows = static_cast<int>(s.rows);
-  seg.small_elems = s.elems;
   seg.smem = smem;
   seg.tm = static_cast<int>(s.rows);
   seg.tl = 1;
@@ -642,7 +621,7 @@ void small_fill(const SmallShape& s, std::size_t smem, long long M, const Limits
 bool plan_small(const std::vector<ModeDims>& modes, long long M, const Limits& lim, const FwdSelect& sel,
                 Segment& seg) {
   SmallShape s;
-  if (!small_shape(modes, M, lim, sel, s, true) || (sel.kernel == 2 && s.max_p > 16)) return false;
+  if (!small_shape(modes, M, lim, sel, s) || (sel.kernel == 2 && s.max_p > 16)) return false;
   const std::size_t smem = static_cast<std::size_t>(s.fel + 2 * s.rows * s.N) * sizeof(float);
   if (smem > lim.smem_block_max) return false;
   small_fill(s, smem, M, lim, sel, false, seg);

@@ -90,8 +90,8 @@ SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int n
 /// Starts the copy of tile `tile` (rows tile·R …) of X into `buf` (rows past M zero-filled). A
 /// block sweeps a row in steps of 4·nt floats (≤ N), thread tid at offset 4·tid of each step; the
 /// step offsets' bits lie above 4·tid's, so the swizzle splits: swz(e0 + k·step) = swz(e0) ^ swz(k·step).
-/// With nt ≥ 128 (every plan but the 64-element forward's 64 threads, below) step is a multiple of
-/// 512 floats, whose rows (e / 32) are multiples of 16: h of them is 0 and swz(k·step) = k·step, so
+/// With nt ≥ 128 (the plans and the kernels have 128 or 256 threads) step is a multiple of 512
+/// floats, whose rows (e / 32) are multiples of 16: h of them is 0 and swz(k·step) = k·step, so
 /// the destination advances by `step` like the source (the loop does no swizzle arithmetic per
 /// copy; session 33's ncu counted ~15 instructions per 16-byte copy with it and with the scalar
 /// path's four copies predicated off beside the vector one, now a loop of its own).
@@ -102,14 +102,14 @@ SK_KRON_FN void small_load_factors(const SmallArgs& a, float* sm, int tid, int n
 /// generic p ≤ 16 forward, so the generic kernels keep it).
 /// small_issue_rows: the same for another M × N operand (x, row stride ld, vec: 16-byte copies
 /// allowed); kFwd reads X's from `a` instead (the forward's call).
-template <bool kFwd = false, int LN = -1, int NT = 0, int E = kSmallE>
+template <bool kFwd = false, int LN = -1, int NT = 0>
 SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long ld, int vec, float* buf,
                                  long long tile, int tid, int nt) {
   constexpr bool kConst = LN >= 0 && NT > 0;
   const int ln = LN >= 0 ? LN : a.ln;
   const int step = nt << 2, e0 = tid << 2;  // nt == NT where NT > 0 (the programs pass it)
   const int per_row = kConst ? 1 << (ln - ilog2c(NT) - 2) : (1 << ln) / step;
-  const int rows = kConst ? (E * NT) >> ln : a.rows;
+  const int rows = kConst ? (32 * NT) >> ln : a.rows;
   const int s0 = small_swz(e0);
   const long long m0 = tile * rows;
   const bool v16 = kFwd ? a.vec_x != 0 : vec != 0;
@@ -118,21 +118,7 @@ SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long l
     const bool valid = m < a.M;
     const float* src = (kFwd ? a.x : x) + (valid ? m : 0) * (kFwd ? a.ldx : ld) + e0;
     float* dst = buf + (r << ln) + s0;
-    if constexpr (NT > 0 && NT < 128) {
-      // 64 threads (64 elements each, a uniform-shape forward): a step of 256 floats is 8 rows of
-      // the swizzle, whose h is 4 at odd steps, so the destination is s0 ^ swz(k·step) (every trip
-      // count a constant: unrolled, the swizzle folds).
-      float* const row_dst = buf + (r << ln);
-      SK_KRON_UNROLL
-      for (int k = 0; k < per_row; ++k, src += step) {
-        float* const d = row_dst + (s0 ^ small_swz(k * step));
-        if (v16) {
-          copy16_async(d, src, valid);
-        } else {
-          for (int u = 0; u < 4; ++u) copy4_async(d + u, src + u, valid);
-        }
-      }
-    } else if (v16) {
+    if (v16) {
       for (int k = 0; k < per_row; ++k, src += step, dst += step) copy16_async(dst, src, valid);
     } else {
       for (int k = 0; k < per_row; ++k, src += step, dst += step)
@@ -141,9 +127,9 @@ SK_KRON_FN void small_issue_rows(const SmallArgs& a, const float* x, long long l
   }
 }
 
-template <int LN = -1, int NT = 0, int E = kSmallE>
+template <int LN = -1, int NT = 0>
 SK_KRON_FN void small_issue_x(const SmallArgs& a, float* buf, long long tile, int tid, int nt) {
-  small_issue_rows<true, LN, NT, E>(a, nullptr, 0, 0, buf, tile, tid, nt);
+  small_issue_rows<true, LN, NT>(a, nullptr, 0, 0, buf, tile, tid, nt);
 }
 
 /// G consecutive floats from / to shared memory (G = 1, 2 or 4; 16-byte aligned for 4, 8 for 2).
@@ -213,16 +199,16 @@ SK_KRON_FN void stg_g(float* o, const float* v, bool vec) {
 /// offset below then folds into constants); −1: read from `a`. VO ≥ 0: the final pass's store form
 /// (vec_o / a.vec_y) fixed at compile time, so the other form's stores are not issued predicated
 /// off beside it. kChunk: the outputs summed and written four j at a time (below).
-template <int P, bool kFwd = false, int LS = -1, int LN = -1, int VO = -1, bool kChunk = false, int E = kSmallE>
+template <int P, bool kFwd = false, int LS = -1, int LN = -1, int VO = -1, bool kChunk = false>
 SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long tile, const float* sm, const float* buf,
                               float* dst, int tid, bool final_pass, float* out, long long ldo, int vec_o) {
-  constexpr int V = E / P;
+  constexpr int V = kSmallE / P;
   constexpr int G = V < 4 ? V : 4;
   constexpr int LP = ilog2c(P), LG = ilog2c(G);
   const SmallMode& md = a.md[t];
   const int ls = LS >= 0 ? LS : md.ls;  // log2 s
   const int ln = LN >= 0 ? LN : a.ln;   // log2 N
-  const int lT = ln - ilog2c(E);  // log2 threads per row
+  const int lT = ln - 5;  // log2 threads per row
   const int row = tid >> lT, tau = tid & ((1 << lT) - 1);
   // Byte offsets within the tile buffer, so that an element's address is one XOR away from its
   // fiber's (the buffer's own address then adds in the load's addressing). For s > 1 the elements
@@ -369,11 +355,10 @@ SK_KRON_FN void small_pass_io(const SmallArgs& a, int t, int f_off, long long ti
   }
 }
 
-template <int P, int LS = -1, int LN = -1, int VO = -1, int E = kSmallE>
+template <int P, int LS = -1, int LN = -1, int VO = -1>
 SK_KRON_FN void small_pass(const SmallArgs& a, int t, long long tile, const float* sm, float* buf, int tid,
                            bool final_pass) {
-  small_pass_io<P, true, LS, LN, VO, (LS >= 0 && LN >= 0), E>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0,
-                                                               0);
+  small_pass_io<P, true, LS, LN, VO, (LS >= 0 && LN >= 0)>(a, t, 0, tile, sm, buf, buf, tid, final_pass, nullptr, 0, 0);
 }
 
 /// f(IntC<0>), …, f(IntC<N − 1>) in order.
@@ -423,10 +408,9 @@ SK_KRON_FN void small_store_t0(const SmallArgs& a, const float* buf, long long t
 /// unrolled, each with its stride and the row length as compile-time constants, and so are the
 /// mode count and, with NT > 0 (the CUDA kernels' block size; 0: ex.nthreads()), the X copies' trip
 /// counts (small_issue_rows). VY ≥ 0: a.vec_y (the final pass's store form) fixed at compile time.
-template <int PMAX, int UP = 0, int NF = 0, int NT = 0, int VY = -1, int E = kSmallE, class Exec>
+template <int PMAX, int UP = 0, int NF = 0, int NT = 0, int VY = -1, class Exec>
 SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* sm, long long block,
                                            long long grid) {
-  static_assert(E == kSmallE || (UP > 0 && NT > 0), "64 elements per thread: uniform-shape kernels only");
   using Regs = SmallRegs;
   const int nt = NT > 0 ? NT : ex.nthreads();
   const int nf = NF > 0 ? NF : a.nf;
@@ -434,7 +418,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
   float* const b0 = sm + a.off_x0;
   float* const b1 = sm + a.off_x1;
   ex.phase_nosync([&](int tid, Regs&) {
-    if (block < a.ntiles) small_issue_x<kLN, NT, E>(a, b0, block, tid, nt);
+    if (block < a.ntiles) small_issue_x<kLN, NT>(a, b0, block, tid, nt);
     small_load_factors(a, sm, tid, nt);
     async_commit();
   });
@@ -452,7 +436,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
       ex.phase_nosync([&](int tid, Regs&) {
         if (first) {
           if (next < a.ntiles)
-            small_issue_x<kLN, NT, E>(a, nxt, next, tid, nt);
+            small_issue_x<kLN, NT>(a, nxt, next, tid, nt);
           else
             pdl_launch_dependents();  // the block's last tile: a dependent grid may start launching
           async_commit();
@@ -466,7 +450,7 @@ SK_KRON_PROGRAM void small_forward_program(const SmallArgs& a, Exec& ex, float* 
       constexpr int LP = ilog2c(UP);
       for_c<NF>([&](auto i) {
         constexpr int t = NF - 1 - decltype(i)::value;
-        mode(t, [&](int tid, bool last) { small_pass<UP, (NF - 1 - t) * LP, NF * LP, VY, E>(a, t, tile, sm, cur, tid, last); });
+        mode(t, [&](int tid, bool last) { small_pass<UP, (NF - 1 - t) * LP, NF * LP, VY>(a, t, tile, sm, cur, tid, last); });
       });
     } else {
       // One call site (the barrier is separate): the passes inline once per factor width.
@@ -496,11 +480,12 @@ template <class F>
 void with_small_shape(const SmallArgs& a, F&& f) {
   bool same = true;
   for (int t = 1; t < a.nf; ++t) same = same && a.md[t].p == a.md[0].p;
-  if (small_uniform_shape(same, a.md[0].p, a.nf, a.M)) {
-    if (a.md[0].p == 8)
-      f(IntC<8>{}, IntC<8>{}, IntC<4>{});
-    else
-      f(IntC<16>{}, IntC<16>{}, IntC<3>{});
+  if (same && a.nf == 4 && a.md[0].p == 8) {
+    f(IntC<8>{}, IntC<8>{}, IntC<4>{});
+    return;
+  }
+  if (same && a.nf == 3 && a.md[0].p == 16 && a.M >= 256) {
+    f(IntC<16>{}, IntC<16>{}, IntC<3>{});
     return;
   }
   with_pmax(a.pmax, [&](auto pm) { f(pm, IntC<0>{}, IntC<0>{}); });

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 
-#include "../common/check.h"
 #include "../common/cuda_check.h"
 #include "kron_launch.cuh"
 #include "kron_small.h"
@@ -20,37 +19,29 @@ namespace {
 /// UP, NF > 0: the uniform-shape instantiations (with_small_shape in kron_small.h), whose copy
 /// loops also take NT as a constant, and VY (0 / 1, −1 elsewhere) fixes a.vec_y, the final pass's
 /// store form, at compile time: the other form's stores no longer issue predicated off beside it.
-/// E = 64 (SmallArgs::elems; uniform shapes with N = 4096, NT = 64: a row per tile): six blocks per SM.
-template <int NT, int PMAX, int UP, int NF, int VY, int E>
-__global__ void __launch_bounds__(NT, E == 64 ? 6 : (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1))
-    kron_small_kernel(const __grid_constant__ SmallArgs a) {
+template <int NT, int PMAX, int UP, int NF, int VY>
+__global__ void __launch_bounds__(NT, (NT == 256 ? 2 : 4) / (PMAX == 32 ? 2 : 1)) kron_small_kernel(const __grid_constant__ SmallArgs a) {
   extern __shared__ __align__(16) unsigned char kron_small_smem[];
   pdl_wait();
   FastDeviceExec<SmallRegs> ex;
-  small_forward_program<PMAX, UP, NF, (UP > 0 ? NT : 0), VY, E>(a, ex, reinterpret_cast<float*>(kron_small_smem),
-                                                               blockIdx.x, gridDim.x);
+  small_forward_program<PMAX, UP, NF, (UP > 0 ? NT : 0), VY>(a, ex, reinterpret_cast<float*>(kron_small_smem),
+                                                            blockIdx.x, gridDim.x);
 }
 
-template <int NT, int PMAX, int UP, int NF, int VY, int E>
+template <int NT, int PMAX, int UP, int NF, int VY>
 void launch_small_k(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
-  fast_opt_in_smem<kron_small_kernel<NT, PMAX, UP, NF, VY, E>>(smem, device);
-  kron_launch(kron_small_kernel<NT, PMAX, UP, NF, VY, E>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream,
-              pdl, a);
+  fast_opt_in_smem<kron_small_kernel<NT, PMAX, UP, NF, VY>>(smem, device);
+  kron_launch(kron_small_kernel<NT, PMAX, UP, NF, VY>, dim3(static_cast<unsigned>(grid)), dim3(NT), smem, stream, pdl,
+              a);
 }
 
-/// E: elements per thread and row, 32 (NT = 128 or 256) or 64 (NT = 64, uniform shapes only).
-template <int NT, int E>
+template <int NT>
 void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int device, cudaStream_t stream, bool pdl) {
   with_small_shape(a, [&](auto pm, auto up, auto nf) {
-    constexpr int UP = decltype(up)::value;
-    if constexpr (E == 64 && UP == 0) {
-      SK_EXPECTS(false, "kron: the small-factor forward with 64 elements per thread needs a uniform shape");
-    } else {
-      with_small_store_form<UP>(a, [&](auto vy) {
-        launch_small_k<NT, decltype(pm)::value, UP, decltype(nf)::value, decltype(vy)::value, E>(a, grid, smem, device,
-                                                                                                  stream, pdl);
-      });
-    }
+    with_small_store_form<decltype(up)::value>(a, [&](auto vy) {
+      launch_small_k<NT, decltype(pm)::value, decltype(up)::value, decltype(nf)::value, decltype(vy)::value>(
+          a, grid, smem, device, stream, pdl);
+    });
   });
 }
 
@@ -58,15 +49,10 @@ void launch_small(const SmallArgs& a, long long grid, std::size_t smem, int devi
 
 void small_forward_f32(int threads, const SmallArgs& a, long long grid, std::size_t smem, int device,
                        cudaStream_t stream, bool pdl) {
-  SK_EXPECTS(a.elems == kSmallE || (a.elems == 64 && threads == 64 && (a.rows << a.ln) == 64 * 64),
-             "kron: small-factor forward with ", a.elems, " elements per thread, ", threads, " threads and ", a.rows,
-             " rows per tile");
-  if (a.elems == 64)
-    launch_small<64, 64>(a, grid, smem, device, stream, pdl);
-  else if (threads == 128)
-    launch_small<128, kSmallE>(a, grid, smem, device, stream, pdl);
+  if (threads == 128)
+    launch_small<128>(a, grid, smem, device, stream, pdl);
   else
-    launch_small<256, kSmallE>(a, grid, smem, device, stream, pdl);
+    launch_small<256>(a, grid, smem, device, stream, pdl);
 }
 
 }  // namespace sparsekern::kron::detail

@@ -405,40 +405,6 @@ def test_forward_small(device, sel, batch, shapes):
         _C.kron_set_forward_kernel("")
 
 
-@pytest.mark.parametrize("sel", ["small:elems=64", "small:grid=3,elems=64"])
-@pytest.mark.parametrize("batch,shapes,e64", [(61, [(8, 8)] * 4, True), (1, [(8, 8)] * 4, True),
-                                              (257, [(16, 16)] * 3, True), (300, [(16, 16)] * 3, True),
-                                              (37, [(16, 16)] * 3, False), (40, [(16, 16), (8, 8), (8, 8)], False)])
-def test_forward_small_elems64(device, sel, batch, shapes, e64):
-    """64 elements per thread and row (a 4096-wide row in 64 threads, six blocks per SM) where the
-    shape has a uniform-shape kernel ((8)^4; (16)^3 from 256 rows), 32 elsewhere: against float64,
-    several tiles per block (grid=3), x through strided unaligned rows (4-byte copies) and into an
-    output with odd strides."""
-    _C.kron_set_forward_kernel(sel)
-    try:
-        assert _C.kron_forward_kernel() == sel
-        x, fs = _make(batch, shapes, torch.float32, device)
-        plan = _fwd_plan(x, fs)
-        assert ("kernel=small threads=64 elems=64 rows=1 " in plan) == e64, plan
-        assert "kernel=small " in plan, plan
-        if "grid=" in sel:
-            assert f" grid={min(3, batch if e64 else -(-batch // (128 * 32 // 4096)))}" in plan, plan
-        N = math.prod(p for p, _ in shapes)
-        assert rel_error(kron_matmul(x, fs), _reference(x, fs)) <= _tol(torch.float32, device, 2)
-        xs = randn(batch, N + 3, device=device)[:, 1:N + 1]
-        buf = torch.full((batch, N + 1), float("nan"), device=device)
-        out = buf[:, 1:]
-        def alloc(n):
-            ws = torch.empty(n, dtype=torch.uint8, device=device)
-            return ws.data_ptr(), n, ws
-
-        _C.kron_matmul(as_dlpack(xs), [as_dlpack(f) for f in fs], as_dlpack(out), alloc)
-        assert rel_error(out, _reference(xs, fs)) <= _tol(torch.float32, device, 2)
-        assert torch.isnan(buf[:, 0]).all()
-    finally:
-        _C.kron_set_forward_kernel("")
-
-
 def test_forward_small_block_size():
     """128 threads per block wherever a row fits (N <= 4096), 256 for 8192-wide rows."""
     for batch, shapes, want in [(20, [(8, 8)] * 4, "threads=128 rows=1 "), (9, [(16, 16), (8, 8), (8, 8)], "threads=128 rows=4 "),

@@ -13,11 +13,7 @@ cases = [(37, [8] * 4, "small"), (21, [16] * 3, "small:threads=128,grid=3"), (45
          (9, [8, 16, 32], "small:threads=256,grid=2"), (5, [32, 8, 4, 8], "small"),
          (13, [16, 16, 4], "small:grid=2"), (-11, [8, 8, 16], "small:grid=3"),  # -: rows 4 bytes off alignment
          (260, [16] * 3, "small:grid=100"), (-258, [16] * 3, "small:grid=64"), (-39, [8] * 4, "small:grid=5"),
-         (1000, [16] * 3, "small:grid=792"), (999, [8] * 4, "small:grid=660"),
-         # 64 elements per thread (uniform shapes, 64-thread blocks)
-         (37, [8] * 4, "small:elems=64"), (-39, [8] * 4, "small:grid=5,elems=64"),
-         (260, [16] * 3, "small:grid=100,elems=64"), (-258, [16] * 3, "small:grid=64,elems=64"),
-         (1000, [16] * 3, "small:elems=64")]
+         (1000, [16] * 3, "small:grid=792"), (999, [8] * 4, "small:grid=660")]
 for batch, ps, sel in cases:
     _C.kron_set_forward_kernel(sel)
     n = math.prod(ps)
