@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 40, call 3: at the new wheel (52c351b + the uniform-shape small forward with 64 elements
+# Session 40, call 3: at the wheel of 911481a (52c351b + the uniform-shape small forward with 64 elements
 # per thread and row, selection "small:elems=64": 64-thread blocks, a row per tile, six blocks per
 # SM), forward device µs of "small" (32 elements, 128 threads) against "small:elems=64",
 # interleaved in one process; the small / elems64 kron CUDA tests; memcheck and racecheck over
