@@ -68,6 +68,15 @@ shutil.copytree("$R/python/sparsekern", os.path.dirname(sparsekern.__file__), di
                 ignore=shutil.ignore_patterns("*.so", "__pycache__"))
 PY
 }
+# diag_begin_ab: the start of a call that installs its wheels itself (diag_ab_wheel_list): empty
+# $OUT, the GPU, work from /tmp, the clock, the toolkit's libraries first on the loader's path.
+diag_begin_ab() {
+  rm -f $OUT/*
+  diag_env
+  cd /tmp
+  diag_start
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
 # diag_begin_wheel: diag_begin with the carried wheel instead of a build.
 diag_begin_wheel() {
   diag_install_wheel

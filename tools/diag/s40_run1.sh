@@ -8,8 +8,7 @@
 # Then at the new wheel the small / natural kron CUDA tests and memcheck / racecheck of both
 # small-kernel check scripts.
 source "$(dirname "$0")/lib.sh"
-rm -f $OUT/*; diag_env; cd /tmp; diag_start
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+diag_begin_ab
 _times() { (cd $R/tools/diag && timeout $(cap 330) python3 kron_bwd_times.py "1024 16,16,16" "4096 16,16,16" "256 16,16,16" \
   "1024 8,8,8,8" "4096 8,8,8,8" "256 8,8,8,8" "16 8,8,8,8" "1024 16,8,8"); }
 diag_ab_wheel_list "old p4 new" _times

@@ -7,8 +7,7 @@
 # apply to (8)^4 only); forward device µs. Then memcheck / racecheck of the small forward's check
 # script at .whl312_s2.
 source "$(dirname "$0")/lib.sh"
-rm -f $OUT/*; diag_env; cd /tmp; diag_start
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+diag_begin_ab
 _times() { (cd $R/tools/diag && timeout $(cap 200) python3 kron_fwd_times.py "1024 16,16,16" "4096 16,16,16" "256 16,16,16" \
   "1024 8,8,8,8" "4096 8,8,8,8" "256 8,8,8,8" "16 8,8,8,8"); }
 diag_ab_wheel_list "old s4 s2" _times
