@@ -281,24 +281,17 @@ def outside_graph_pools(device: torch.device, fn):
     return value
 
 
-def persistent_buffer(nbytes: int, device: torch.device, fill=None) -> torch.Tensor:
-    """A uint8 buffer for a cache (outside_graph_pools), in the order of the caller's current stream
-    on `device`; `fill`: a byte value to set it to there. Callers of other dtypes view it."""
-
-    def make():
-        buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        if fill is not None:
-            buf.fill_(fill)
-        return buf
-
-    return outside_graph_pools(device, make)
+def persistent_buffer(nbytes: int, device: torch.device) -> torch.Tensor:
+    """A uint8 buffer for a cache (outside_graph_pools), allocated in the order of the caller's
+    current stream on `device`, its contents undefined. Callers of other dtypes view it."""
+    return outside_graph_pools(device, lambda: torch.empty(nbytes, dtype=torch.uint8, device=device))
 
 
-def _new_stream_buffer(cache: dict, t: torch.Tensor, stream: int, nbytes: int, fill=None) -> tuple:
+def _new_stream_buffer(cache: dict, t: torch.Tensor, stream: int, nbytes: int) -> tuple:
     """(pointer, bytes, tensor) of a new buffer for `t`'s device and `stream` (the current one), kept
     in `cache` unless a capture is under way (then the call's own; see above). Callers look `cache`
     up first."""
-    buf = persistent_buffer(nbytes, t.device, fill)
+    buf = persistent_buffer(nbytes, t.device)
     ws = (buf.data_ptr(), nbytes, buf)  # the tensor keeps the memory alive
     if not _capturing():
         cache[(t.get_device(), stream)] = ws
@@ -322,9 +315,13 @@ _tile_counters: dict = {}
 
 
 def tile_counter(t: torch.Tensor, stream: int) -> tuple:
-    """(pointer, bytes, tensor) of the bsr dds tile counter for `t`'s device and `stream` (CUDA)."""
+    """(pointer, bytes, tensor) of the bsr dds tile counter for `t`'s device and `stream` (CUDA).
+    Not zeroed here: the library zeroes the counter on the stream before each launch that reads it
+    (DdsParams::workspace). A fill here ran as a kernel of its own in every captured forward on a
+    stream without a cached counter (a capture takes the call's own buffer; H200, session 40: a
+    1.3 µs fill kernel before each dds kernel in torch.cuda.graph replays)."""
     ws = _tile_counters.get((t.get_device(), stream))
-    return ws if ws is not None else _new_stream_buffer(_tile_counters, t, stream, _C.bsr_dds_workspace_bytes(), fill=0)
+    return ws if ws is not None else _new_stream_buffer(_tile_counters, t, stream, _C.bsr_dds_workspace_bytes())
 
 
 def release_workspaces() -> None:

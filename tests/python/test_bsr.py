@@ -947,6 +947,45 @@ def test_dds_grouped_edges_each_kernel(env):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("grouped", ["1", "0"])
+def test_dds_tile_counter_zeroed_by_the_library(grouped):
+    """The dynamic tile schedule's counter is a per-stream buffer that the Python layer allocates
+    without zeroing it (a capture allocates its own per call); the library zeroes it on the stream
+    before each launch. With the dynamic schedule forced, in a fresh process: a forward after the
+    cached counter was filled with garbage, and two replays of a capture on a new stream, against
+    float64, through the grouped and the one-block-column kernel."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    code = (
+        "import torch, sparsekern\n"
+        "from sparsekern import _core\n"
+        "from sparsekern.testing import capture_graph\n"
+        "torch.manual_seed(0)\n"
+        "layer = sparsekern.BlockSparseLinear(1024, 1024, density=0.25, block_size=128, device='cuda',\n"
+        "                                     dtype=torch.bfloat16)\n"
+        "x = torch.randn(2000, 1024, device='cuda', dtype=torch.bfloat16)\n"
+        "ref = x.double() @ layer.dense_weight().double().t() + layer.bias.double()\n"
+        "err = lambda y: ((y.double() - ref).norm() / ref.norm()).item()\n"
+        "with torch.no_grad():\n"
+        "    errs = [err(layer(x))]\n"
+        "    assert _core._tile_counters, 'no per-stream tile counter'\n"
+        "    for ws in _core._tile_counters.values():\n"
+        "        ws[2].fill_(0x55)\n"
+        "    errs.append(err(layer(x)))\n"
+        "    g, y = capture_graph(lambda: layer(x))  # its capture stream has no cached counter\n"
+        "    for _ in range(2):\n"
+        "        y.zero_()\n"
+        "        g.replay()\n"
+        "        errs.append(err(y))\n"
+        "print('errs', errs)\n"
+        "assert max(errs) < 1e-2, errs\n"
+        "print('ok')\n")
+    out = run_python(code, timeout=300, SPARSEKERN_BSR_GROUPED=grouped, SPARSEKERN_BSR_SCHEDULE="heavy",
+                     SPARSEKERN_BSR_DDS_DENSE="0")
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("var", ["SPARSEKERN_BSR_TMA_STORE", "SPARSEKERN_BSR_SCHEDULE"])
 def test_dds_env_switch_checked(var):
     """A malformed value of a dds switch read from the environment raises a ValueError naming the

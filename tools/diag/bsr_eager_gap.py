@@ -4,7 +4,8 @@ call) exceeds its device time at low density (the bsr bench, session 40 on an H2
 the host µs per call (unsynchronised loop), time_ms, back-to-back bursts, the graph time, and a
 torch.profiler count of the CUDA runtime calls per module call (a synchronising call would show as
 cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize / cudaMemcpy...).
-Usage: python bsr_eager_gap.py [M,K,N,BLOCK,DENSITY,DTYPE ...]"""
+Usage: python bsr_eager_gap.py [M,K,N,BLOCK,DENSITY,DTYPE ...] [--graph-profile]
+--graph-profile: also the device activities of one replay of a 20-call graph, with their times."""
 from __future__ import annotations
 
 import sys
@@ -17,7 +18,7 @@ import sparsekern
 from sparsekern.bench import graph_time_ms, time_ms
 
 dev = torch.device("cuda")
-cells = sys.argv[1:] or ["8192,3072,768,128,0.1,bfloat16", "8192,4096,4096,128,0.05,bfloat16",
+cells = [a for a in sys.argv[1:] if not a.startswith("--")] or ["8192,3072,768,128,0.1,bfloat16", "8192,4096,4096,128,0.05,bfloat16",
                          "8192,4096,4096,128,0.25,bfloat16"]
 for c in cells:
     m, k, n, b, d, dt = c.split(",")
@@ -33,6 +34,7 @@ for c in cells:
         t = time_ms(fn, dev) * 1e3
         burst = burst_ms(fn) * 1e3
         g = graph_time_ms(fn, dev) * 1e3
+        g1 = graph_time_ms(fn, dev, calls=1) * 1e3
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                                 torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(10):
@@ -48,6 +50,25 @@ for c in cells:
             elif e.device_type == torch.autograd.DeviceType.CUDA:
                 kern[nm[:60]] += 1
         print(f"{c} {name}: host {host:.1f} us/call (no grad {host_ng:.1f}), time_ms {t:.1f}, burst {burst:.1f}, "
-              f"graph {g:.1f} us", flush=True)
+              f"graph {g:.1f} us (1 call per graph: {g1:.1f})", flush=True)
         print("   runtime calls per 10 calls:", dict(api.most_common(12)))
         print("   device activities per 10 calls:", dict(kern.most_common(6)))
+        if "--graph-profile" in sys.argv:  # the kernels of one replay of a 20-call graph, with their µs
+            graph = torch.cuda.CUDAGraph()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    fn()
+            torch.cuda.current_stream().wait_stream(side)
+            with torch.cuda.graph(graph):
+                for _ in range(20):
+                    fn()
+            graph.replay()
+            torch.cuda.synchronize()
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as gp:
+                graph.replay()
+                torch.cuda.synchronize()
+            ks = [(e.name[:50], e.device_time) for e in gp.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            print(f"   one replay of 20 calls: {len(ks)} activities, µs each:",
+                  [round(t, 1) for _, t in ks][:24], "names:", sorted({n for n, _ in ks}))
