@@ -16,6 +16,7 @@ from diag_timing import burst_ms, host_us_per_call  # this folder
 
 import sparsekern
 from sparsekern.bench import graph_time_ms, time_ms
+from sparsekern.testing import capture_graph
 
 dev = torch.device("cuda")
 cells = [a for a in sys.argv[1:] if not a.startswith("--")] or ["8192,3072,768,128,0.1,bfloat16", "8192,4096,4096,128,0.05,bfloat16",
@@ -54,16 +55,8 @@ for c in cells:
         print("   runtime calls per 10 calls:", dict(api.most_common(12)))
         print("   device activities per 10 calls:", dict(kern.most_common(6)))
         if "--graph-profile" in sys.argv:  # the kernels of one replay of a 20-call graph, with their µs
-            graph = torch.cuda.CUDAGraph()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    fn()
-            torch.cuda.current_stream().wait_stream(side)
-            with torch.cuda.graph(graph):
-                for _ in range(20):
-                    fn()
+            # (a capture stream of its own, without the per-stream caches' buffers: as torch.cuda.graph's)
+            graph, _ = capture_graph(lambda: [fn() for _ in range(20)])
             graph.replay()
             torch.cuda.synchronize()
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as gp:
